@@ -1,0 +1,1 @@
+//! Printing a function as text.

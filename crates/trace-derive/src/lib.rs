@@ -1,0 +1,1 @@
+//! `#[derive(Tree)]` for kiln pytrees.

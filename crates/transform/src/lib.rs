@@ -1,0 +1,1 @@
+//! Placeholder: see the crate description; filled in by later issues.
