@@ -1,1 +1,26 @@
-//! Tracer.
+//! kiln's tracer: the one [`Tensor`] type of eager and traced code, the thread-local stack of traces,
+//! [`trace`] (a Rust function → an IR [`kiln_ir::Function`]), pytrees ([`Tree`], `#[derive(Tree)]`),
+//! and the `jax.numpy`-like methods and composites users write programs with.
+//!
+//! Ops on concrete tensors run at once through the reference interpreter (eager mode); inside
+//! [`trace`] they are recorded. Operators never return `Result`: a bad op inside a trace records the
+//! first error with the user's call site and `trace` returns it; eager misuse panics at the caller's line.
+#![warn(missing_docs)]
+
+extern crate self as kiln_trace;
+
+mod context;
+mod error;
+pub mod lax;
+mod numpy;
+mod operators;
+mod tensor;
+mod trace_fn;
+mod tree;
+
+pub use error::{Error, Result};
+pub use kiln_trace_derive::Tree;
+pub use numpy::{broadcast_shapes, where_};
+pub use tensor::Tensor;
+pub use trace_fn::{Traced, trace};
+pub use tree::{Tree, next_leaf};
