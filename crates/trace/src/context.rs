@@ -10,8 +10,8 @@
 //! - a concrete tensor becomes a constant of T's function (deduplicated by identity);
 //! - a tracer whose trace has ended is a leaked tracer: a panic naming where it was used.
 
-use crate::tensor::{Repr, Tensor};
 use crate::Error;
+use crate::tensor::{Repr, Tensor};
 use kiln_ir::{Array, Function, Prim, SrcLoc, TensorType, Var};
 use std::cell::RefCell;
 use std::collections::HashMap;

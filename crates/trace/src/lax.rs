@@ -72,7 +72,10 @@ pub fn broadcast_in_dim(x: &Tensor, shape: &[usize], broadcast_dimensions: &[usi
         return x.clone();
     }
     one(
-        Prim::BroadcastInDim { shape: Shape::new(shape), broadcast_dimensions: broadcast_dimensions.to_vec() },
+        Prim::BroadcastInDim {
+            shape: Shape::new(shape),
+            broadcast_dimensions: broadcast_dimensions.to_vec(),
+        },
         &[x],
     )
 }
@@ -130,7 +133,10 @@ pub fn concatenate(xs: &[Tensor], dimension: usize) -> Tensor {
 /// `pad` with low/high (negative crops) and interior padding.
 #[track_caller]
 pub fn pad(x: &Tensor, padding_value: &Tensor, low: &[i64], high: &[i64], interior: &[usize]) -> Tensor {
-    one(Prim::Pad { low: low.to_vec(), high: high.to_vec(), interior: interior.to_vec() }, &[x, padding_value])
+    one(
+        Prim::Pad { low: low.to_vec(), high: high.to_vec(), interior: interior.to_vec() },
+        &[x, padding_value],
+    )
 }
 
 /// `reduce_sum`/`reduce_max`/`reduce_min`/`reduce_prod` over `axes`.

@@ -21,6 +21,7 @@ mod tree;
 pub use error::{Error, Result};
 pub use kiln_trace_derive::Tree;
 pub use numpy::{broadcast_shapes, where_};
+pub use operators::Scalar;
 pub use tensor::Tensor;
 pub use trace_fn::{Traced, trace};
 pub use tree::{Tree, next_leaf};

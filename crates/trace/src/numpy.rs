@@ -34,8 +34,11 @@ impl Tensor {
         let fits = own.len() <= shape.len()
             && own.iter().rev().zip(shape.iter().rev()).all(|(&d, &s)| d == s || d == 1);
         if !fits {
-            let msg =
-                format!("cannot broadcast shape {} to {}", kiln_ir::Shape::new(own), kiln_ir::Shape::new(shape));
+            let msg = format!(
+                "cannot broadcast shape {} to {}",
+                kiln_ir::Shape::new(own),
+                kiln_ir::Shape::new(shape)
+            );
             return fail("broadcast_to", &[self], msg, 1).remove(0);
         }
         self.broadcast_unchecked(shape)
@@ -64,9 +67,18 @@ impl Tensor {
 
 /// Applies a binary op with numpy broadcasting; `name` is the user-facing op name. Dtypes must match.
 #[track_caller]
-pub(crate) fn broadcasting_binary(name: &str, x: &Tensor, y: &Tensor, f: impl FnOnce(&Tensor, &Tensor) -> Tensor) -> Tensor {
+pub(crate) fn broadcasting_binary(
+    name: &str,
+    x: &Tensor,
+    y: &Tensor,
+    f: impl FnOnce(&Tensor, &Tensor) -> Tensor,
+) -> Tensor {
     if x.dtype() != y.dtype() {
-        let msg = format!("dtypes {} and {} differ (kiln does not promote implicitly; use astype)", x.dtype(), y.dtype());
+        let msg = format!(
+            "dtypes {} and {} differ (kiln does not promote implicitly; use astype)",
+            x.dtype(),
+            y.dtype()
+        );
         return fail(name, &[x, y], msg, 1).remove(0);
     }
     let (xs, ys) = (x.shape(), y.shape());
@@ -228,7 +240,8 @@ impl Tensor {
 #[track_caller]
 pub fn where_(cond: &Tensor, x: &Tensor, y: &Tensor) -> Tensor {
     if cond.dtype() != DType::Bool {
-        return fail("where", &[cond, x, y], format!("condition has dtype {}, not bool", cond.dtype()), 1).remove(0);
+        return fail("where", &[cond, x, y], format!("condition has dtype {}, not bool", cond.dtype()), 1)
+            .remove(0);
     }
     if x.dtype() != y.dtype() {
         let msg = format!("branch dtypes {} and {} differ", x.dtype(), y.dtype());
@@ -237,8 +250,13 @@ pub fn where_(cond: &Tensor, x: &Tensor, y: &Tensor) -> Tensor {
     let shape = broadcast_shapes(cond.shape().dims(), x.shape().dims())
         .and_then(|s| broadcast_shapes(&s, y.shape().dims()));
     let Some(shape) = shape else {
-        let msg = format!("shapes {}, {} and {} cannot be broadcast together", cond.shape(), x.shape(), y.shape());
+        let msg =
+            format!("shapes {}, {} and {} cannot be broadcast together", cond.shape(), x.shape(), y.shape());
         return fail("where", &[cond, x, y], msg, 1).remove(0);
     };
-    lax::select(&cond.broadcast_unchecked(&shape), &x.broadcast_unchecked(&shape), &y.broadcast_unchecked(&shape))
+    lax::select(
+        &cond.broadcast_unchecked(&shape),
+        &x.broadcast_unchecked(&shape),
+        &y.broadcast_unchecked(&shape),
+    )
 }

@@ -1,11 +1,30 @@
-//! `+ - * /` and unary `-` on tensors, by reference or by value, and with `f32`/`f64` scalars on
-//! either side (the scalar takes the tensor's dtype). All `#[track_caller]`, so errors point at the
+//! `+ - * /` and unary `-` on tensors, by reference or by value, and with scalars: `f32` or `f64` on
+//! the right, `f64` on the left (the scalar takes the tensor's dtype). All `#[track_caller]`, so errors point at the
 //! user's expression.
 
 use crate::numpy::{bin, weak_scalar};
 use crate::{Tensor, lax};
 use kiln_ir::{BinaryOp, UnaryOp};
 use std::ops::{Add, Div, Mul, Neg, Sub};
+
+/// A Rust scalar usable as an operand next to a tensor; it takes the tensor's dtype (JAX's weak typing
+/// of Python scalars).
+pub trait Scalar: Copy {
+    /// The value as `f64` (exact for `f32`).
+    fn to_f64(self) -> f64;
+}
+
+impl Scalar for f32 {
+    fn to_f64(self) -> f64 {
+        self as f64
+    }
+}
+
+impl Scalar for f64 {
+    fn to_f64(self) -> f64 {
+        self
+    }
+}
 
 macro_rules! tensor_binop {
     ($trait:ident, $method:ident, $op:expr) => {
@@ -37,24 +56,28 @@ macro_rules! tensor_binop {
                 bin($op, &self, &rhs)
             }
         }
-        tensor_binop!(@scalar $trait, $method, $op, f32);
+        // One generic impl for scalars on the right, so that `&x * 2.0` type-checks with a bare literal
+        // (its type falls back to f64; with an impl per scalar type the result type would be ambiguous).
+        impl<S: Scalar> $trait<S> for &Tensor {
+            type Output = Tensor;
+            #[track_caller]
+            fn $method(self, rhs: S) -> Tensor {
+                bin($op, self, &weak_scalar(rhs.to_f64(), self))
+            }
+        }
+        impl<S: Scalar> $trait<S> for Tensor {
+            type Output = Tensor;
+            #[track_caller]
+            fn $method(self, rhs: S) -> Tensor {
+                bin($op, &self, &weak_scalar(rhs.to_f64(), &self))
+            }
+        }
+        // Scalars on the left: `f64` only. A second impl for `f32` would make a bare literal
+        // (`2.0 * &x`) ambiguous, since a tensor's dtype is not part of its Rust type; write
+        // `&x * s` for an `f32` value `s`.
         tensor_binop!(@scalar $trait, $method, $op, f64);
     };
     (@scalar $trait:ident, $method:ident, $op:expr, $s:ty) => {
-        impl $trait<$s> for &Tensor {
-            type Output = Tensor;
-            #[track_caller]
-            fn $method(self, rhs: $s) -> Tensor {
-                bin($op, self, &weak_scalar(rhs as f64, self))
-            }
-        }
-        impl $trait<$s> for Tensor {
-            type Output = Tensor;
-            #[track_caller]
-            fn $method(self, rhs: $s) -> Tensor {
-                bin($op, &self, &weak_scalar(rhs as f64, &self))
-            }
-        }
         impl $trait<&Tensor> for $s {
             type Output = Tensor;
             #[track_caller]

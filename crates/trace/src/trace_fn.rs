@@ -76,7 +76,8 @@ impl<R: Tree> Traced<R> {
     pub fn eval<A: Tree>(&self, args: &A) -> Result<R> {
         if !self.captured.is_empty() {
             return Err(Error::Input {
-                message: "a function that captured tracers of an enclosing trace cannot be evaluated alone".into(),
+                message: "a function that captured tracers of an enclosing trace cannot be evaluated alone"
+                    .into(),
             });
         }
         let leaves = args.leaves();
@@ -84,10 +85,15 @@ impl<R: Tree> Traced<R> {
         for (i, l) in leaves.iter().enumerate() {
             match l.to_array() {
                 Some(a) => arrays.push(a),
-                None => return Err(Error::Input { message: format!("argument leaf {i} is not a concrete array") }),
+                None => {
+                    return Err(Error::Input {
+                        message: format!("argument leaf {i} is not a concrete array"),
+                    });
+                }
             }
         }
-        let outs = kiln_ir::eval(&self.function, &arrays).map_err(|e| Error::Input { message: e.to_string() })?;
+        let outs =
+            kiln_ir::eval(&self.function, &arrays).map_err(|e| Error::Input { message: e.to_string() })?;
         Ok(self.output.rebuild(outs.into_iter().map(Tensor::from_array).collect()))
     }
 }

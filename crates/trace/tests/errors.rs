@@ -1,0 +1,125 @@
+//! The error policy (DESIGN §4): inside a trace the first bad op is recorded with the op, the user's
+//! shapes and the user's file:line, and returned as `Err` from `trace`; eager misuse panics at the
+//! caller's line.
+
+use kiln_ir::DType;
+use kiln_trace::{Error, Tensor, trace, where_};
+
+fn f32s(shape: &[usize]) -> Tensor {
+    Tensor::placeholder(DType::F32, shape)
+}
+
+#[test]
+fn shape_mismatch_in_trace_names_op_shapes_and_call_site() {
+    let line = line!() + 1;
+    let r = trace(|(x, y): (Tensor, Tensor)| &x + &y, &(f32s(&[3]), f32s(&[4])));
+    let err = r.unwrap_err();
+    let Error::Op { op, operands, at, .. } = &err else { panic!("expected an op error, got {err:?}") };
+    assert_eq!(op, "add");
+    assert_eq!(operands[0].shape.dims(), &[3]);
+    assert_eq!(operands[1].shape.dims(), &[4]);
+    let at = at.as_ref().expect("a call site");
+    assert!(at.file.ends_with("errors.rs"), "{at}");
+    assert_eq!(at.line, line);
+    let msg = err.to_string();
+    assert!(msg.contains("add") && msg.contains("(3,)") && msg.contains("(4,)"), "{msg}");
+    assert!(msg.contains(&format!("errors.rs:{line}:")), "{msg}");
+}
+
+#[test]
+fn broadcast_error_quotes_user_shapes_not_promoted_ones() {
+    // JAX #12305: adding (2,4) and (2,) once reported the rank-promoted (1, 2).
+    let err = trace(|(x, y): (Tensor, Tensor)| &x + &y, &(f32s(&[2, 4]), f32s(&[2]))).unwrap_err();
+    let msg = err.to_string();
+    assert!(msg.contains("(2, 4)") && msg.contains("(2,)"), "{msg}");
+    assert!(!msg.contains("(1, 2)"), "{msg}");
+}
+
+#[test]
+fn broadcast_to_error_quotes_both_shapes() {
+    let err = trace(|x: Tensor| x.broadcast_to(&[4, 5]), &f32s(&[3, 4, 5])).unwrap_err();
+    let msg = err.to_string();
+    assert!(msg.contains("broadcast_to") && msg.contains("(3, 4, 5)") && msg.contains("(4, 5)"), "{msg}");
+}
+
+#[test]
+fn first_error_wins() {
+    let line = line!() + 3;
+    let err = trace(
+        |(x, y): (Tensor, Tensor)| {
+            let a = &x * &y; // first error: (3,) * (4,)
+            let b = &x - &Tensor::placeholder(DType::F32, &[5]).astype(DType::F32);
+            &a + &b
+        },
+        &(f32s(&[3]), f32s(&[4])),
+    )
+    .unwrap_err();
+    let Error::Op { op, at, .. } = &err else { panic!("{err:?}") };
+    assert_eq!(op, "mul");
+    assert_eq!(at.as_ref().unwrap().line, line);
+}
+
+#[test]
+fn dtype_mismatch_is_an_error() {
+    let err = trace(|(x, y): (Tensor, Tensor)| &x * &y, &(f32s(&[3]), Tensor::placeholder(DType::I32, &[3])))
+        .unwrap_err();
+    let msg = err.to_string();
+    assert!(msg.contains("mul") && msg.contains("f32") && msg.contains("i32"), "{msg}");
+}
+
+#[test]
+fn where_condition_must_be_bool() {
+    let err = trace(|x: Tensor| where_(&x, &x, &x), &f32s(&[2])).unwrap_err();
+    assert!(err.to_string().contains("where"), "{err}");
+}
+
+#[test]
+fn eager_misuse_panics_at_the_callers_line() {
+    let x = Tensor::from_vec(&[3], vec![1.0f32, 2.0, 3.0]);
+    let y = Tensor::from_vec(&[4], vec![1.0f32, 2.0, 3.0, 4.0]);
+    let line = line!() + 1;
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| &x + &y));
+    let payload = r.unwrap_err();
+    let msg = payload.downcast_ref::<String>().cloned().unwrap_or_default();
+    assert!(msg.contains("add") && msg.contains("(3,)") && msg.contains("(4,)"), "{msg}");
+    assert!(msg.contains(&format!("errors.rs:{line}:")), "{msg}");
+}
+
+#[test]
+fn leaked_tracer_is_reported() {
+    let mut leaked = None;
+    let _ = trace(
+        |x: Tensor| {
+            leaked = Some(x.clone());
+            x
+        },
+        &f32s(&[2]),
+    );
+    let leaked = leaked.unwrap();
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| &leaked + 1.0));
+    let payload = r.unwrap_err();
+    let msg = payload.downcast_ref::<String>().cloned().unwrap_or_default();
+    assert!(msg.contains("escaped"), "{msg}");
+}
+
+#[test]
+fn a_panic_inside_a_trace_leaves_the_trace_stack_clean() {
+    let r = std::panic::catch_unwind(|| trace(|_x: Tensor| -> Tensor { panic!("user bug") }, &f32s(&[1])));
+    assert!(r.is_err());
+    // eager mode works again: no stale trace is left on this thread
+    let y = Tensor::scalar(2.0f32) * 3.0;
+    assert_eq!(y.item::<f32>(), 6.0);
+}
+
+#[test]
+fn scalar_literals_on_either_side_type_check() {
+    let x = Tensor::from_vec(&[2], vec![1.0f32, 2.0]);
+    let a = &x * 2.0;
+    let b = 2.0 * &x;
+    let c = 1.5 - &x + 0.5f32;
+    let d = (2.0 * &x + 1.0) / 4.0;
+    assert_eq!(a.to_vec::<f32>(), vec![2.0, 4.0]);
+    assert_eq!(b.dtype(), DType::F32);
+    assert_eq!(c.to_vec::<f32>(), vec![1.0, 0.0]);
+    assert_eq!(d.to_vec::<f32>(), vec![0.75, 1.25]);
+}
