@@ -361,3 +361,375 @@ fn dot_t<T: Num>(
     }
     from_vec(&[bs, ms, ns].concat(), out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn arr<T: Element>(shape: &[usize], data: Vec<T>) -> Array {
+        Array::from_vec(shape, data)
+    }
+    /// `0, 1, ..., n-1` as f32 of `shape`.
+    fn iota(shape: &[usize]) -> Array {
+        arr(shape, (0..shape.iter().product::<usize>()).map(|i| i as f32).collect())
+    }
+    /// Bitwise check of dtype, shape and data.
+    #[track_caller]
+    fn check<T: Element>(got: Array, shape: &[usize], data: Vec<T>) {
+        assert_eq!(got, arr(shape, data));
+    }
+    const NAN: f32 = f32::NAN;
+    const INF: f32 = f32::INFINITY;
+
+    #[test]
+    fn reduce_no_axes_all_axes_middle_axis() {
+        check(reduce(ReduceOp::Sum, &Array::scalar(5.0f32), &[]), &[], vec![5.0f32]);
+        check(reduce(ReduceOp::Max, &iota(&[2, 3]), &[]), &[2, 3], vec![0.0f32, 1., 2., 3., 4., 5.]);
+        check(reduce(ReduceOp::Sum, &arr(&[4], vec![1i32, 2, 3, 4]), &[0]), &[], vec![10i32]);
+        // [[0,1,2],[3,4,5]]: column sums 0+3, 1+4, 2+5; row sums 0+1+2, 3+4+5; total 15.
+        check(reduce(ReduceOp::Sum, &iota(&[2, 3]), &[0]), &[3], vec![3.0f32, 5., 7.]);
+        check(reduce(ReduceOp::Sum, &iota(&[2, 3]), &[1]), &[2], vec![3.0f32, 12.]);
+        check(reduce(ReduceOp::Sum, &iota(&[2, 3]), &[1, 0]), &[], vec![15.0f32]);
+        // [2,3,2] = 6i + 2j + k over j: max 6i + 4 + k; sum 3(6i + k) + 0 + 2 + 4 = 18i + 3k + 6.
+        check(reduce(ReduceOp::Max, &iota(&[2, 3, 2]), &[1]), &[2, 2], vec![4.0f32, 5., 10., 11.]);
+        check(reduce(ReduceOp::Sum, &iota(&[2, 3, 2]), &[1]), &[2, 2], vec![6.0f32, 9., 24., 27.]);
+        check(reduce(ReduceOp::Min, &iota(&[2, 3, 2]), &[1]), &[2, 2], vec![0.0f32, 1., 6., 7.]);
+        // [2,1,2,2] = 1..=8, x[a,0,c,d] = 4a + 2c + d + 1, prod over axes {3, 0}:
+        // c = 0: 1 * 2 * 5 * 6 = 60; c = 1: 3 * 4 * 7 * 8 = 672.
+        let x = arr(&[2, 1, 2, 2], (1..=8).collect::<Vec<i32>>());
+        check(reduce(ReduceOp::Prod, &x, &[3, 0]), &[1, 2], vec![60i32, 672]);
+        check(reduce(ReduceOp::Prod, &x, &[0, 1, 2, 3]), &[], vec![40320i32]); // 8!
+    }
+
+    #[test]
+    fn reduce_empty_gives_identities() {
+        let e32 = arr(&[0], Vec::<f32>::new());
+        check(reduce(ReduceOp::Sum, &e32, &[0]), &[], vec![0.0f32]);
+        check(reduce(ReduceOp::Prod, &e32, &[0]), &[], vec![1.0f32]);
+        check(reduce(ReduceOp::Max, &e32, &[0]), &[], vec![-INF]);
+        check(reduce(ReduceOp::Min, &e32, &[0]), &[], vec![INF]);
+        let ei = arr(&[2, 0], Vec::<i32>::new());
+        check(reduce(ReduceOp::Max, &ei, &[1]), &[2], vec![i32::MIN; 2]);
+        check(reduce(ReduceOp::Min, &ei, &[1]), &[2], vec![i32::MAX; 2]);
+        check(reduce(ReduceOp::Sum, &ei, &[1]), &[2], vec![0i32; 2]);
+        let eu = arr(&[0, 3], Vec::<u32>::new());
+        check(reduce(ReduceOp::Max, &eu, &[0]), &[3], vec![0u32; 3]);
+        check(reduce(ReduceOp::Min, &eu, &[0]), &[3], vec![u32::MAX; 3]);
+        check(reduce(ReduceOp::Prod, &eu, &[0]), &[3], vec![1u32; 3]);
+        check(reduce(ReduceOp::Sum, &eu, &[1]), &[0], Vec::<u32>::new()); // nothing to produce
+        let eb = arr(&[0], Vec::<bool>::new());
+        check(reduce(ReduceOp::Max, &eb, &[0]), &[], vec![false]);
+        check(reduce(ReduceOp::Min, &eb, &[0]), &[], vec![true]);
+        check(reduce(ReduceOp::Sum, &arr(&[1, 0, 2], Vec::<f64>::new()), &[0, 1]), &[2], vec![0.0f64; 2]);
+    }
+
+    #[test]
+    fn reduce_nan_zero_sign_wrap_bool() {
+        let x = arr(&[3], vec![1.0f32, NAN, 3.]);
+        assert!(reduce(ReduceOp::Max, &x, &[0]).to_vec::<f32>().unwrap()[0].is_nan());
+        assert!(reduce(ReduceOp::Min, &x, &[0]).to_vec::<f32>().unwrap()[0].is_nan());
+        assert!(reduce(ReduceOp::Sum, &x, &[0]).to_vec::<f32>().unwrap()[0].is_nan());
+        // NaN in the last position too (not only when met first).
+        assert!(reduce(ReduceOp::Max, &arr(&[2], vec![INF, NAN]), &[0]).to_vec::<f32>().unwrap()[0].is_nan());
+        check(reduce(ReduceOp::Max, &arr(&[2], vec![-INF, INF]), &[0]), &[], vec![INF]);
+        // IEEE maximum/minimum order -0.0 below 0.0, whatever the order met.
+        let z = arr(&[2], vec![-0.0f64, 0.0]);
+        check(reduce(ReduceOp::Max, &z, &[0]), &[], vec![0.0f64]);
+        check(reduce(ReduceOp::Min, &z, &[0]), &[], vec![-0.0f64]);
+        check(reduce(ReduceOp::Min, &arr(&[2], vec![0.0f64, -0.0]), &[0]), &[], vec![-0.0f64]);
+        // Folded from the identity +0: 0 + -0 + -0 = +0.
+        check(reduce(ReduceOp::Sum, &arr(&[2], vec![-0.0f32, -0.0]), &[0]), &[], vec![0.0f32]);
+        check(reduce(ReduceOp::Prod, &arr(&[2], vec![-0.0f32, 2.0]), &[0]), &[], vec![-0.0f32]);
+        check(reduce(ReduceOp::Sum, &arr(&[2], vec![i32::MAX, 1]), &[0]), &[], vec![i32::MIN]);
+        check(reduce(ReduceOp::Prod, &arr(&[2], vec![65536u32, 65536]), &[0]), &[], vec![0u32]); // 2^32
+        check(reduce(ReduceOp::Sum, &arr(&[2], vec![u32::MAX, 2]), &[0]), &[], vec![1u32]);
+        check(reduce(ReduceOp::Max, &arr(&[3], vec![-5i32, i32::MIN, -7]), &[0]), &[], vec![-5i32]);
+        // bool max = any, min = all: [[t,f],[f,f]].
+        let b = arr(&[2, 2], vec![true, false, false, false]);
+        check(reduce(ReduceOp::Max, &b, &[1]), &[2], vec![true, false]);
+        check(reduce(ReduceOp::Min, &b, &[0]), &[2], vec![false, false]);
+        check(reduce(ReduceOp::Min, &arr(&[2], vec![true, true]), &[0]), &[], vec![true]);
+    }
+
+    #[test]
+    fn arg_reduce_first_occurrence() {
+        let x = arr(&[8], vec![3.0f32, 1., 4., 1., 5., 9., 2., 9.]);
+        check(arg_reduce(ArgOp::Max, &x, 0, DType::I32), &[], vec![5i32]);
+        check(arg_reduce(ArgOp::Min, &x, 0, DType::U32), &[], vec![1u32]);
+        // [[1,5,5],[7,0,5]]
+        let m = arr(&[2, 3], vec![1i32, 5, 5, 7, 0, 5]);
+        check(arg_reduce(ArgOp::Max, &m, 1, DType::I32), &[2], vec![1i32, 0]);
+        check(arg_reduce(ArgOp::Min, &m, 1, DType::I32), &[2], vec![0i32, 1]);
+        check(arg_reduce(ArgOp::Max, &m, 0, DType::I32), &[3], vec![1i32, 0, 0]);
+        // [2,2,2] = 8 - (4i + 2j + k) along axis 1: max at j = 0, min at j = 1.
+        let d = arr(&[2, 2, 2], (1..=8).rev().collect::<Vec<u32>>());
+        check(arg_reduce(ArgOp::Max, &d, 1, DType::U32), &[2, 2], vec![0u32; 4]);
+        check(arg_reduce(ArgOp::Min, &d, 1, DType::U32), &[2, 2], vec![1u32; 4]);
+        // [1,1,1,3] along the last axis.
+        check(
+            arg_reduce(
+                ArgOp::Min,
+                &arr(&[1, 1, 1, 3], vec![2.0f64, -INF as f64, -INF as f64]),
+                3,
+                DType::I32,
+            ),
+            &[1, 1, 1],
+            vec![1i32],
+        );
+        check(arg_reduce(ArgOp::Max, &arr(&[1], vec![7i32]), 0, DType::I32), &[], vec![0i32]);
+        check(arg_reduce(ArgOp::Max, &arr(&[3], vec![false, true, true]), 0, DType::I32), &[], vec![1i32]);
+        check(arg_reduce(ArgOp::Min, &arr(&[3], vec![true, false, false]), 0, DType::I32), &[], vec![1i32]);
+        // -0.0 == 0.0: the first wins.
+        check(arg_reduce(ArgOp::Max, &arr(&[2], vec![-0.0f32, 0.0]), 0, DType::I32), &[], vec![0i32]);
+        check(
+            arg_reduce(ArgOp::Min, &arr(&[3], vec![i32::MAX, i32::MIN, i32::MIN]), 0, DType::I32),
+            &[],
+            vec![1i32],
+        );
+        check(
+            arg_reduce(ArgOp::Max, &arr(&[2, 0], Vec::<f32>::new()), 0, DType::I32),
+            &[0],
+            Vec::<i32>::new(),
+        );
+    }
+
+    #[test]
+    fn arg_reduce_nan_is_the_extreme() {
+        let x = arr(&[4], vec![1.0f32, NAN, 5., NAN]);
+        check(arg_reduce(ArgOp::Max, &x, 0, DType::I32), &[], vec![1i32]);
+        check(arg_reduce(ArgOp::Min, &x, 0, DType::I32), &[], vec![1i32]);
+        check(arg_reduce(ArgOp::Max, &arr(&[3], vec![NAN, INF, 0.]), 0, DType::U32), &[], vec![0u32]);
+        check(arg_reduce(ArgOp::Min, &arr(&[3], vec![-INF, 0., NAN]), 0, DType::U32), &[], vec![2u32]);
+        // Per row: [[2, NaN], [3, 1]].
+        let m = arr(&[2, 2], vec![2.0f64, f64::NAN, 3., 1.]);
+        check(arg_reduce(ArgOp::Max, &m, 1, DType::I32), &[2], vec![1i32, 0]);
+        check(arg_reduce(ArgOp::Min, &m, 0, DType::I32), &[2], vec![0i32, 0]);
+    }
+
+    #[test]
+    fn cumulative_scans() {
+        let x = arr(&[4], vec![1.0f32, 2., 3., 4.]);
+        check(cumulative(CumulativeOp::Sum, &x, 0, false), &[4], vec![1.0f32, 3., 6., 10.]);
+        // From the end: 4, 4+3, 4+3+2, 4+3+2+1.
+        check(cumulative(CumulativeOp::Sum, &x, 0, true), &[4], vec![10.0f32, 9., 7., 4.]);
+        check(cumulative(CumulativeOp::Prod, &x, 0, true), &[4], vec![24.0f32, 24., 12., 4.]);
+        // [[1,2],[3,4],[5,6]] down axis 0: products 1,2 / 3,8 / 15,48; reversed 15,48 / 15,24 / 5,6.
+        let m = arr(&[3, 2], vec![1i32, 2, 3, 4, 5, 6]);
+        check(cumulative(CumulativeOp::Prod, &m, 0, false), &[3, 2], vec![1i32, 2, 3, 8, 15, 48]);
+        check(cumulative(CumulativeOp::Prod, &m, 0, true), &[3, 2], vec![15i32, 48, 15, 24, 5, 6]);
+        check(cumulative(CumulativeOp::Sum, &m, 1, true), &[3, 2], vec![3i32, 2, 7, 4, 11, 6]);
+        // Rank 3 along the last axis, wrapping: [MAX, 1] -> [MAX, MIN].
+        let w = arr(&[1, 2, 2], vec![i32::MAX, 1, -1, -2]);
+        check(cumulative(CumulativeOp::Sum, &w, 2, false), &[1, 2, 2], vec![i32::MAX, i32::MIN, -1, -3]);
+        // [1,2,1,2] = 1..=4 along axis 1: [1,2] then [1+3, 2+4].
+        let r4 = arr(&[1, 2, 1, 2], vec![1u32, 2, 3, 4]);
+        check(cumulative(CumulativeOp::Sum, &r4, 1, false), &[1, 2, 1, 2], vec![1u32, 2, 4, 6]);
+        check(cumulative(CumulativeOp::Min, &arr(&[3], vec![5u32, 7, 2]), 0, false), &[3], vec![5u32, 5, 2]);
+        check(
+            cumulative(CumulativeOp::Max, &arr(&[3], vec![false, true, false]), 0, false),
+            &[3],
+            vec![false, true, true],
+        );
+        check(
+            cumulative(CumulativeOp::Min, &arr(&[3], vec![true, false, true]), 0, true),
+            &[3],
+            vec![false, false, true],
+        );
+        check(
+            cumulative(CumulativeOp::Sum, &arr(&[2, 0], Vec::<f32>::new()), 1, false),
+            &[2, 0],
+            Vec::<f32>::new(),
+        );
+    }
+
+    #[test]
+    fn cumulative_nan_propagates() {
+        let x = arr(&[4], vec![1.0f32, 3., NAN, 2.]);
+        check(cumulative(CumulativeOp::Max, &x, 0, false), &[4], vec![1.0f32, 3., NAN, NAN]);
+        // From the end: 2, min(2, NaN) = NaN, then NaN stays.
+        check(cumulative(CumulativeOp::Min, &x, 0, true), &[4], vec![NAN, NAN, NAN, 2.0f32]);
+        check(
+            cumulative(CumulativeOp::Max, &arr(&[3], vec![-INF, -0.0, 0.0]), 0, false),
+            &[3],
+            vec![-INF, -0.0, 0.0],
+        );
+        check(
+            cumulative(CumulativeOp::Min, &arr(&[3], vec![INF, 0.0, -0.0]), 0, false),
+            &[3],
+            vec![INF, 0.0, -0.0],
+        );
+    }
+
+    #[test]
+    fn sort_total_order_floats() {
+        let x = arr(&[7], vec![3.0f32, NAN, 0.0, -0.0, -INF, -NAN, 1.0]);
+        let payload = arr(&[7], vec![0i32, 1, 2, 3, 4, 5, 6]);
+        let out = sort(&[&x, &payload], 0, 1);
+        // NaNs last in input order (both signs), -0.0 before 0.0.
+        check(out[0].clone(), &[7], vec![-INF, -0.0, 0.0, 1.0, 3.0, NAN, -NAN]);
+        check(out[1].clone(), &[7], vec![4i32, 3, 2, 6, 0, 1, 5]);
+        check(
+            sort(&[&arr(&[4], vec![-1i32, i32::MIN, 5, 0])], 0, 1)[0].clone(),
+            &[4],
+            vec![i32::MIN, -1, 0, 5],
+        );
+        check(
+            sort(&[&arr(&[3], vec![4_000_000_000u32, 0, 7])], 0, 1)[0].clone(),
+            &[3],
+            vec![0u32, 7, 4_000_000_000],
+        );
+        check(sort(&[&arr(&[0], Vec::<f64>::new())], 0, 1)[0].clone(), &[0], Vec::<f64>::new());
+    }
+
+    #[test]
+    fn sort_two_keys_multi_operand_stable() {
+        let k1 = arr(&[5], vec![2.0f32, 1., 2., 1., NAN]);
+        let k2 = arr(&[5], vec![3i32, 5, 1, 5, 0]);
+        let v = arr(&[5], vec![10u32, 11, 12, 13, 14]);
+        // (2,3) (1,5) (2,1) (1,5) (NaN,0) -> positions 1, 3 (tie, stable), 2, 0, 4.
+        let out = sort(&[&k1, &k2, &v], 0, 2);
+        assert_eq!(out.len(), 3);
+        check(out[0].clone(), &[5], vec![1.0f32, 1., 2., 2., NAN]);
+        check(out[1].clone(), &[5], vec![5i32, 5, 1, 3, 0]);
+        check(out[2].clone(), &[5], vec![11u32, 13, 12, 10, 14]);
+        // With only k1 as key, the k2 values ride along unsorted: 1, 3, 0, 2, 4.
+        let out = sort(&[&k1, &k2], 0, 1);
+        check(out[1].clone(), &[5], vec![5i32, 5, 3, 1, 0]);
+        // bool keys, stable: f f t t.
+        let b = arr(&[4], vec![true, false, true, false]);
+        let out = sort(&[&b, &arr(&[4], vec![0i32, 1, 2, 3])], 0, 1);
+        check(out[0].clone(), &[4], vec![false, false, true, true]);
+        check(out[1].clone(), &[4], vec![1i32, 3, 0, 2]);
+    }
+
+    #[test]
+    fn sort_along_inner_dimensions() {
+        // [[3,1,2],[0,5,4]] along rows and along columns, with a payload.
+        let x = arr(&[2, 3], vec![3.0f64, 1., 2., 0., 5., 4.]);
+        let p = arr(&[2, 3], vec![0i32, 1, 2, 3, 4, 5]);
+        let out = sort(&[&x, &p], 1, 1);
+        check(out[0].clone(), &[2, 3], vec![1.0f64, 2., 3., 0., 4., 5.]);
+        check(out[1].clone(), &[2, 3], vec![1i32, 2, 0, 3, 5, 4]);
+        let out = sort(&[&x, &p], 0, 1);
+        check(out[0].clone(), &[2, 3], vec![0.0f64, 1., 2., 3., 5., 4.]);
+        check(out[1].clone(), &[2, 3], vec![3i32, 1, 2, 0, 4, 5]);
+        // [2,2,2] along dim 1: lanes (i,k) = (0,0): 5,2 -> 2,5; (0,1): 1,6; (1,0): 0,-1 -> -1,0; (1,1): 0,3.
+        let r3 = arr(&[2, 2, 2], vec![5i32, 1, 2, 6, 0, 0, -1, 3]);
+        check(sort(&[&r3], 1, 1)[0].clone(), &[2, 2, 2], vec![2i32, 1, 5, 6, -1, 0, 0, 3]);
+        // [1,2,1,2] along dim 3: [4,3] -> [3,4], [1,2] stays.
+        let r4 = arr(&[1, 2, 1, 2], vec![4u32, 3, 1, 2]);
+        check(sort(&[&r4], 3, 1)[0].clone(), &[1, 2, 1, 2], vec![3u32, 4, 1, 2]);
+    }
+
+    fn dot(l: &Array, r: &Array, c: (&[usize], &[usize]), b: (&[usize], &[usize])) -> Array {
+        dot_general(l, r, c, b, None)
+    }
+    const NB: (&[usize], &[usize]) = (&[], &[]);
+
+    #[test]
+    fn dot_matmul_matvec_outer() {
+        // [[1,2,3],[4,5,6]] @ [[7,8],[9,10],[11,12]]:
+        // 1*7+2*9+3*11 = 58, 1*8+2*10+3*12 = 64, 4*7+5*9+6*11 = 139, 4*8+5*10+6*12 = 154.
+        let a = arr(&[2, 3], vec![1.0f32, 2., 3., 4., 5., 6.]);
+        let b = arr(&[3, 2], vec![7.0f32, 8., 9., 10., 11., 12.]);
+        check(dot(&a, &b, (&[1], &[0]), NB), &[2, 2], vec![58.0f32, 64., 139., 154.]);
+        // Contracting dim 0 of both is a^T @ a: [i,j] = sum_r a[r,i] a[r,j].
+        // [1*1+4*4, 1*2+4*5, 1*3+4*6; 2*1+5*4, 2*2+5*5, 2*3+5*6; 3*1+6*4, 3*2+6*5, 3*3+6*6]
+        check(dot(&a, &a, (&[0], &[0]), NB), &[3, 3], vec![17.0f32, 22., 27., 22., 29., 36., 27., 36., 45.]);
+        // matvec: a @ [1,0,-1] = [1-3, 4-6].
+        let v = arr(&[3], vec![1.0f32, 0., -1.]);
+        check(dot(&a, &v, (&[1], &[0]), NB), &[2], vec![-2.0f32, -2.]);
+        // vecmat: [1,-1] @ a = [1-4, 2-5, 3-6].
+        check(dot(&arr(&[2], vec![1.0f32, -1.]), &a, (&[0], &[0]), NB), &[3], vec![-3.0f32, -3., -3.]);
+        // Inner product to rank 0: 1*4 + 2*5 + 3*6 = 32.
+        check(
+            dot(&arr(&[3], vec![1i32, 2, 3]), &arr(&[3], vec![4i32, 5, 6]), (&[0], &[0]), NB),
+            &[],
+            vec![32i32],
+        );
+        // Outer product: [1,2] x [3,4,5].
+        let o = dot(&arr(&[2], vec![1.0f64, 2.]), &arr(&[3], vec![3.0f64, 4., 5.]), (&[], &[]), NB);
+        check(o, &[2, 3], vec![3.0f64, 4., 5., 6., 8., 10.]);
+        // Scalars: 3 * 4; scalar times vector.
+        check(dot(&Array::scalar(3u32), &Array::scalar(4u32), (&[], &[]), NB), &[], vec![12u32]);
+        check(dot(&Array::scalar(2i32), &arr(&[2], vec![5i32, -1]), (&[], &[]), NB), &[2], vec![10i32, -2]);
+        // Empty contraction: all zeros.
+        let z = dot(&arr(&[2, 0], Vec::<f32>::new()), &arr(&[0, 3], Vec::<f32>::new()), (&[1], &[0]), NB);
+        check(z, &[2, 3], vec![0.0f32; 6]);
+        // NaN and inf flow through the sum: [inf, 1] . [0, 1] = inf*0 + 1 = NaN.
+        let n = dot(&arr(&[2], vec![INF, 1.]), &arr(&[2], vec![0.0f32, 1.]), (&[0], &[0]), NB);
+        assert!(n.to_vec::<f32>().unwrap()[0].is_nan());
+        // Accumulation starts at +0: 0 + (-1 * 0) = +0.
+        check(dot(&arr(&[1], vec![-1.0f32]), &arr(&[1], vec![0.0f32]), (&[0], &[0]), NB), &[], vec![0.0f32]);
+    }
+
+    #[test]
+    fn dot_batch_and_multi_contraction() {
+        // lhs [B=2, M=1, K=2] = [[1,2]], [[3,4]]; rhs [K=2, N=2, B=2] = 1..=8, r[k,n,b] = 4k + 2n + b + 1.
+        // b = 0: R0 = [[1,3],[5,7]], [1,2] @ R0 = [1+10, 3+14] = [11, 17].
+        // b = 1: R1 = [[2,4],[6,8]], [3,4] @ R1 = [6+24, 12+32] = [30, 44].
+        let l = arr(&[2, 1, 2], vec![1.0f32, 2., 3., 4.]);
+        let r = arr(&[2, 2, 2], (1..=8).map(|i| i as f32).collect());
+        check(dot(&l, &r, (&[2], &[0]), (&[0], &[2])), &[2, 1, 2], vec![11.0f32, 17., 30., 44.]);
+        // Two contracting dims: l[m,k1,k2] = 4m + 2k1 + k2 + 1, r[k2,k1] = [[1,10],[100,1000]].
+        // m = 0: 1*1 + 2*100 + 3*10 + 4*1000 = 4231; m = 1: 5*1 + 6*100 + 7*10 + 8*1000 = 8675.
+        let l = arr(&[2, 2, 2], (1..=8).collect::<Vec<i32>>());
+        let r = arr(&[2, 2], vec![1i32, 10, 100, 1000]);
+        check(dot(&l, &r, (&[1, 2], &[1, 0]), NB), &[2], vec![4231i32, 8675]);
+        // Contracting dims listed in the other order give the same pairs.
+        check(dot(&l, &r, (&[2, 1], &[0, 1]), NB), &[2], vec![4231i32, 8675]);
+        // Rank 4, two batch dims: lhs [1,2,1,2], rhs [1,2,2,1].
+        // b2 = 0: [1,2] . [5,6] = 17; b2 = 1: [3,4] . [7,8] = 53.
+        let l = arr(&[1, 2, 1, 2], vec![1.0f64, 2., 3., 4.]);
+        let r = arr(&[1, 2, 2, 1], vec![5.0f64, 6., 7., 8.]);
+        check(dot(&l, &r, (&[3], &[2]), (&[0, 1], &[0, 1])), &[1, 2, 1, 1], vec![17.0f64, 53.]);
+        // Batch only (elementwise product): [2] x [2] batched -> [2].
+        let e = dot(&arr(&[2], vec![3u32, 4]), &arr(&[2], vec![5u32, 6]), (&[], &[]), (&[0], &[0]));
+        check(e, &[2], vec![15u32, 24]);
+        // Free dims order: batch, lhs free, rhs free. lhs [K=1, M=2], rhs [N=3, K=1]:
+        // out[m,n] = l[0,m] * r[n,0] = [1,2] x [1,10,100].
+        let l = arr(&[1, 2], vec![1i32, 2]);
+        let r = arr(&[3, 1], vec![1i32, 10, 100]);
+        check(dot(&l, &r, (&[0], &[1]), NB), &[2, 3], vec![1i32, 10, 100, 2, 20, 200]);
+    }
+
+    #[test]
+    fn dot_ints_wrap_and_preferred_type() {
+        // 65536 * 65536 = 2^32 wraps to 0; MAX + 1 wraps to MIN.
+        let c = (&[0usize][..], &[0usize][..]);
+        check(dot(&arr(&[1], vec![65536i32]), &arr(&[1], vec![65536i32]), c, NB), &[], vec![0i32]);
+        check(dot(&arr(&[2], vec![i32::MAX, 1]), &arr(&[2], vec![1i32, 1]), c, NB), &[], vec![i32::MIN]);
+        check(dot(&arr(&[2], vec![u32::MAX, 3]), &arr(&[2], vec![1u32, 1]), c, NB), &[], vec![2u32]);
+        // f32 accumulation loses the 1: 2^24 + 1 rounds to 2^24 (ties to even); f64 keeps it.
+        let (l, r) = (arr(&[2], vec![16777216.0f32, 1.]), arr(&[2], vec![1.0f32, 1.]));
+        check(dot_general(&l, &r, c, NB, None), &[], vec![16777216.0f32]);
+        check(dot_general(&l, &r, c, NB, Some(DType::F64)), &[], vec![16777217.0f64]);
+        check(dot_general(&l, &r, c, NB, Some(DType::F32)), &[], vec![16777216.0f32]);
+        // Matmul in f64 from f32 inputs: [[0.5, 0.25]] @ [[2],[4]] = 1 + 1.
+        let m = dot_general(
+            &arr(&[1, 2], vec![0.5f32, 0.25]),
+            &arr(&[2, 1], vec![2.0f32, 4.]),
+            (&[1], &[0]),
+            NB,
+            Some(DType::F64),
+        );
+        check(m, &[1, 1], vec![2.0f64]);
+        // i32 -> f32 first: 2^24 + 1 is not an f32 and rounds to 2^24.
+        let p = dot_general(&arr(&[1], vec![16777217i32]), &arr(&[1], vec![1i32]), c, NB, Some(DType::F32));
+        check(p, &[], vec![16777216.0f32]);
+        // i32 -> u32 wraps: -1 becomes u32::MAX, times 2 wraps to u32::MAX - 1.
+        let q = dot_general(&arr(&[1], vec![-1i32]), &arr(&[1], vec![2i32]), c, NB, Some(DType::U32));
+        check(q, &[], vec![u32::MAX - 1]);
+        // f32 -> i32 truncates toward zero and saturates: 2.9 -> 2, -2.9 -> -2, 1e10 -> MAX.
+        let t = dot_general(
+            &arr(&[3], vec![2.9f32, -2.9, 1e10]),
+            &arr(&[3], vec![1.0f32, 0.0, 0.0]),
+            c,
+            NB,
+            Some(DType::I32),
+        );
+        check(t, &[], vec![2i32]);
+        let t = dot_general(&arr(&[1], vec![1e10f32]), &arr(&[1], vec![1.0f32]), c, NB, Some(DType::I32));
+        check(t, &[], vec![i32::MAX]);
+    }
+}
