@@ -10,6 +10,7 @@
 extern crate self as kiln_trace;
 
 mod context;
+mod control;
 mod error;
 pub mod lax;
 mod numpy;
@@ -18,6 +19,7 @@ mod tensor;
 mod trace_fn;
 mod tree;
 
+pub use control::{Branch, ScanOptions, cond, scan, scan_with, switch, while_loop, while_loop_bounded};
 pub use error::{Error, Result};
 pub use kiln_trace_derive::Tree;
 pub use numpy::{broadcast_shapes, where_};
