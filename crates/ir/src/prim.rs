@@ -284,7 +284,8 @@ pub enum Prim {
         reverse: bool,
     },
     /// Stable ascending sort of all operands (equal shapes) along `dimension`, ordered by the first
-    /// `num_keys` operands lexicographically (`lax.sort`). NaNs sort last, `-0.0` before `0.0`.
+    /// `num_keys` operands lexicographically (`lax.sort`). NaNs sort last; `-0.0` and `0.0` compare
+    /// equal (JAX canonicalizes both before comparing), so their input order is kept.
     Sort {
         /// The sorted dimension.
         dimension: usize,

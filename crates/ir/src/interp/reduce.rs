@@ -87,8 +87,9 @@ trait Num: Element + PartialOrd {
     fn add(self, o: Self) -> Self;
     fn mul(self, o: Self) -> Self;
     fn is_nan(self) -> bool;
-    /// A key whose `u64` order is sort's total order: `-0.0 < 0.0`, every NaN last and equal to the
-    /// others (so a stable sort keeps their input order), `false < true`.
+    /// A key whose `u64` order is sort's order: `-0.0` equal to `0.0` and every NaN last and equal to
+    /// the others (so a stable sort keeps their input order) — JAX canonicalizes both before
+    /// comparing (`_canonicalize_float_for_sort`) — and `false < true`.
     fn order_key(self) -> u64;
     fn to_scalar(self) -> Scalar;
     /// XLA's `convert`: float→int truncates and saturates (NaN→0), int→int wraps, →bool is `!= 0`.
@@ -115,8 +116,9 @@ macro_rules! float_num {
                 if self.is_nan() {
                     return u64::MAX;
                 }
-                // Widening to f64 keeps order and sign; then the usual sign-magnitude flip.
-                let b = (self as f64).to_bits();
+                // Widening to f64 keeps order and sign; `+ 0.0` turns -0.0 into 0.0; then the usual
+                // sign-magnitude flip.
+                let b = (self as f64 + 0.0).to_bits();
                 if b >> 63 == 1 { !b } else { b | 1 << 63 }
             }
             fn to_scalar(self) -> Scalar {
@@ -565,9 +567,9 @@ mod tests {
         let x = arr(&[7], vec![3.0f32, NAN, 0.0, -0.0, -INF, -NAN, 1.0]);
         let payload = arr(&[7], vec![0i32, 1, 2, 3, 4, 5, 6]);
         let out = sort(&[&x, &payload], 0, 1);
-        // NaNs last in input order (both signs), -0.0 before 0.0.
-        check(out[0].clone(), &[7], vec![-INF, -0.0, 0.0, 1.0, 3.0, NAN, -NAN]);
-        check(out[1].clone(), &[7], vec![4i32, 3, 2, 6, 0, 1, 5]);
+        // NaNs last in input order (both signs); 0.0 and -0.0 equal, so input order is kept.
+        check(out[0].clone(), &[7], vec![-INF, 0.0, -0.0, 1.0, 3.0, NAN, -NAN]);
+        check(out[1].clone(), &[7], vec![4i32, 2, 3, 6, 0, 1, 5]);
         check(
             sort(&[&arr(&[4], vec![-1i32, i32::MIN, 5, 0])], 0, 1)[0].clone(),
             &[4],
