@@ -29,7 +29,7 @@ pub(super) fn sort(xs: &[&Array], dimension: usize, num_keys: usize) -> Vec<Arra
     // Every key as order-preserving u64s, lanes along `dimension` laid out contiguously.
     let keys: Vec<Vec<u64>> = xs[..num_keys]
         .iter()
-        .map(|x| with_array!(x, a => lanes_last(a, dimension).into_iter().map(Num::order_key).collect()))
+        .map(|x| with_array!(x, a => lanes_last(a, dimension).into_iter().map(Num::sort_key).collect()))
         .collect();
     let lex = |&i: &usize, &j: &usize| {
         keys.iter().map(|k| k[i].cmp(&k[j])).find(|o| o.is_ne()).unwrap_or(Ordering::Equal)
@@ -87,10 +87,14 @@ trait Num: Element + PartialOrd {
     fn add(self, o: Self) -> Self;
     fn mul(self, o: Self) -> Self;
     fn is_nan(self) -> bool;
-    /// A key whose `u64` order is sort's order: `-0.0` equal to `0.0` and every NaN last and equal to
-    /// the others (so a stable sort keeps their input order) — JAX canonicalizes both before
-    /// comparing (`_canonicalize_float_for_sort`) — and `false < true`.
+    /// A key whose `u64` order is the total order used by max/min: `-0.0 < 0.0`, every NaN last and
+    /// equal to the others, `false < true`.
     fn order_key(self) -> u64;
+    /// The key sort orders by: [`Num::order_key`] with `-0.0` equal to `0.0`, as JAX canonicalizes
+    /// both before comparing (`_canonicalize_float_for_sort`); a stable sort keeps their input order.
+    fn sort_key(self) -> u64 {
+        self.order_key()
+    }
     fn to_scalar(self) -> Scalar;
     /// XLA's `convert`: float→int truncates and saturates (NaN→0), int→int wraps, →bool is `!= 0`.
     fn from_scalar(s: Scalar) -> Self;
@@ -112,13 +116,16 @@ macro_rules! float_num {
             fn is_nan(self) -> bool {
                 <$t>::is_nan(self)
             }
+            fn sort_key(self) -> u64 {
+                // `x + 0.0` turns -0.0 into 0.0 and leaves everything else as it is.
+                (self + 0.0).order_key()
+            }
             fn order_key(self) -> u64 {
                 if self.is_nan() {
                     return u64::MAX;
                 }
-                // Widening to f64 keeps order and sign; `+ 0.0` turns -0.0 into 0.0; then the usual
-                // sign-magnitude flip.
-                let b = (self as f64 + 0.0).to_bits();
+                // Widening to f64 keeps order and sign; then the usual sign-magnitude flip.
+                let b = (self as f64).to_bits();
                 if b >> 63 == 1 { !b } else { b | 1 << 63 }
             }
             fn to_scalar(self) -> Scalar {
