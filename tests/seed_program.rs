@@ -86,7 +86,8 @@ fn seed_program_as_a_scan() {
         &Tensor::placeholder(DType::F32, &[N]),
     )
     .unwrap();
-    let scans = traced.function.eqns.iter().filter(|e| matches!(e.prim, Prim::Scan { length: 5, .. })).count();
+    let scans =
+        traced.function.eqns.iter().filter(|e| matches!(e.prim, Prim::Scan { length: 5, .. })).count();
     assert_eq!(scans, 1);
     check_exact(&traced.eval(&start()).unwrap().to_vec::<f32>());
 }

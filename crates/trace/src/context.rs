@@ -136,10 +136,17 @@ pub(crate) fn var_in(id: TraceId, t: &Tensor) -> Var {
             fr.const_map.insert(key, v);
             v
         }),
-        Repr::Placeholder(ty) => panic!(
-            "kiln: a placeholder tensor of type {ty} (a type, not a value) was used in an op at {}",
-            Location::caller()
-        ),
+        Repr::Placeholder(ty) => with_frame(id, |fr| {
+            // After a recorded error, ops return placeholders (e.g. the results of a failed `scan`);
+            // they stand for values of a trace that will fail anyway.
+            if fr.error.is_some() {
+                return fr.func.new_var(ty.clone());
+            }
+            panic!(
+                "kiln: a placeholder tensor of type {ty} (a type, not a value) was used in an op at {}",
+                Location::caller()
+            )
+        }),
     }
 }
 

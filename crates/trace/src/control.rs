@@ -130,7 +130,10 @@ pub fn scan_with<C: Tree, X: Tree, Y: Tree>(
         (Some(x0), given) => {
             let lead = |t: &Tensor| t.shape().dims().first().copied();
             match x_leaves.iter().find(|t| lead(t).is_none()) {
-                Some(t) => failed(format!("every xs array needs a leading axis to scan over, got shape {}", t.shape())),
+                Some(t) => failed(format!(
+                    "every xs array needs a leading axis to scan over, got shape {}",
+                    t.shape()
+                )),
                 None => {
                     let n = lead(x0).expect("checked above");
                     match (x_leaves.iter().find(|t| lead(t) != Some(n)), given) {

@@ -2,7 +2,9 @@
 //! checked against hand-computed values; closure conversion of captured tracers; structural errors.
 
 use kiln_ir::{DType, Prim};
-use kiln_trace::{Error, ScanOptions, Tensor, Tree, cond, scan, scan_with, switch, trace, while_loop, while_loop_bounded};
+use kiln_trace::{
+    Error, ScanOptions, Tensor, Tree, cond, scan, scan_with, switch, trace, while_loop, while_loop_bounded,
+};
 
 fn vec_f32(v: &[f32]) -> Tensor {
     Tensor::from_vec(&[v.len()], v.to_vec())
@@ -54,7 +56,9 @@ fn scan_without_xs_uses_the_given_length() {
 fn scan_captures_outer_tracers_as_consts() {
     // The body uses `a`, a parameter of the enclosing trace: it becomes a scan const operand.
     let t = trace(
-        |(a, xs): (Tensor, Tensor)| scan(|c: Tensor, x: Tensor| (&c + &(&a * &x), c.clone()), Tensor::scalar(0.0f32), xs),
+        |(a, xs): (Tensor, Tensor)| {
+            scan(|c: Tensor, x: Tensor| (&c + &(&a * &x), c.clone()), Tensor::scalar(0.0f32), xs)
+        },
         &(Tensor::placeholder(DType::F32, &[]), Tensor::placeholder(DType::F32, &[3])),
     )
     .unwrap();
@@ -108,7 +112,10 @@ fn scan_carry_dtype_change_is_an_error_naming_the_component_and_types() {
     )
     .unwrap_err();
     let msg = err.to_string();
-    assert!(msg.contains("scan") && msg.contains("carry") && msg.contains("i32[]") && msg.contains("f32[]"), "{msg}");
+    assert!(
+        msg.contains("scan") && msg.contains("carry") && msg.contains("i32[]") && msg.contains("f32[]"),
+        "{msg}"
+    );
     let Error::Op { at, .. } = &err else { panic!("{err:?}") };
     assert_eq!(at.as_ref().unwrap().line, line);
 }
@@ -128,7 +135,9 @@ fn scan_carry_shape_change_is_an_error() {
 fn error_inside_a_scan_body_points_at_the_body_line() {
     let line = line!() + 2;
     let err = trace(
-        |xs: Tensor| scan(|c: Tensor, x: Tensor| (&c + &x.broadcast_to(&[5]), x), Tensor::zeros(DType::F32, &[4]), xs),
+        |xs: Tensor| {
+            scan(|c: Tensor, x: Tensor| (&c + &x.broadcast_to(&[5]), x), Tensor::zeros(DType::F32, &[4]), xs)
+        },
         &Tensor::placeholder(DType::F32, &[3, 2]),
     )
     .unwrap_err();
@@ -140,7 +149,11 @@ fn error_inside_a_scan_body_points_at_the_body_line() {
 #[test]
 fn while_loop_runs_until_the_condition_fails() {
     // Collatz-like: while x < 100: x = 3x + 1, from 1: 4, 13, 40, 121.
-    let out = while_loop(|x: &Tensor| x.lt(&Tensor::scalar(100.0f32)), |x: Tensor| &x * 3.0 + 1.0, Tensor::scalar(1.0f32));
+    let out = while_loop(
+        |x: &Tensor| x.lt(&Tensor::scalar(100.0f32)),
+        |x: Tensor| &x * 3.0 + 1.0,
+        Tensor::scalar(1.0f32),
+    );
     assert_eq!(out.item::<f32>(), 121.0);
     let bounded = while_loop_bounded(
         |x: &Tensor| x.lt(&Tensor::scalar(100.0f32)),
@@ -206,7 +219,9 @@ fn cond_branches_capturing_different_outer_values() {
 #[test]
 fn cond_branches_with_different_outputs_are_an_error() {
     let err = trace(
-        |x: Tensor| cond(&Tensor::scalar(true), |x: Tensor| x.clone(), |x: Tensor| x.broadcast_to(&[2, 3]), x),
+        |x: Tensor| {
+            cond(&Tensor::scalar(true), |x: Tensor| x.clone(), |x: Tensor| x.broadcast_to(&[2, 3]), x)
+        },
         &Tensor::placeholder(DType::F32, &[3]),
     )
     .unwrap_err();
