@@ -304,11 +304,12 @@ fn key_row(keys: &Tensor, i: usize) -> Tensor {
 #[track_caller]
 fn as_u32_scalar(op: &str, x: &Tensor) -> Result<Tensor, Tensor> {
     let ty = x.ty();
-    match ty.dtype {
-        _ if ty.shape.rank() != 0 => {}
-        DType::U32 => return Ok(x.clone()),
-        DType::I32 => return Ok(lax::bitcast_convert_type(x, DType::U32)),
-        DType::F32 | DType::F64 | DType::Bool => {}
+    if ty.shape.rank() == 0 {
+        match ty.dtype {
+            DType::U32 => return Ok(x.clone()),
+            DType::I32 => return Ok(lax::bitcast_convert_type(x, DType::U32)),
+            DType::F32 | DType::F64 | DType::Bool => {}
+        }
     }
     Err(fail(op, &[x], format!("expected a u32 or i32 scalar, got {ty}"), 1).remove(0))
 }
