@@ -15,6 +15,7 @@ mod error;
 pub mod lax;
 mod numpy;
 mod operators;
+pub mod random;
 mod tensor;
 mod trace_fn;
 mod tree;
