@@ -6,6 +6,7 @@
 //! rewrite one, the CPU backend compiles one, and the interpreter here defines what each means.
 #![deny(missing_docs)]
 
+mod canonical;
 mod dtype;
 mod error;
 mod function;

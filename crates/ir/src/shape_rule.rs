@@ -131,7 +131,7 @@ impl Kind {
             Kind::Float => d.is_float(),
             Kind::Int => d.is_int(),
             Kind::Numeric => d.is_float() || d.is_int(),
-            Kind::NumericOrBool => true,
+            Kind::NumericOrBool => d.is_float() || d.is_int() || d == DType::Bool,
             Kind::IntOrBool => d.is_int() || d == DType::Bool,
         }
     }
