@@ -12,6 +12,8 @@ extern crate self as kiln_trace;
 mod context;
 mod error;
 pub mod lax;
+pub mod methods;
+pub mod nn;
 mod numpy;
 mod operators;
 mod tensor;
