@@ -95,7 +95,7 @@ pub(crate) fn resolve_axes_rank(axes: &[i64], rank: usize, what: &str) -> Result
     for &a in axes {
         let n = normalize_axis(a, rank).ok_or_else(|| format!("axis {a} out of range for {what}"))?;
         if out.contains(&n) {
-            return Err(format!("repeated axis {a} in {axes:?}"));
+            return Err(format!("repeated axis {a} in {axes:?} for {what}"));
         }
         out.push(n);
     }
