@@ -30,7 +30,12 @@ fn close(got: &Tensor, want: &[f32]) {
 
 /// The error `f` records when traced on `args`; asserts it names `op` and contains every `needle`.
 #[track_caller]
-fn trace_err<A: kiln_trace::Tree>(f: impl FnOnce(A) -> Tensor, args: &A, op: &str, needles: &[&str]) -> String {
+fn trace_err<A: kiln_trace::Tree>(
+    f: impl FnOnce(A) -> Tensor,
+    args: &A,
+    op: &str,
+    needles: &[&str],
+) -> String {
     let err = trace(f, args).unwrap_err();
     let Error::Op { op: got, .. } = &err else { panic!("expected an op error, got {err:?}") };
     assert_eq!(got, op, "{err}");
@@ -437,7 +442,10 @@ fn take_wraps_negative_then_clamps() {
     assert_eq!(dims(&s), Vec::<usize>::new());
     close(&s, &[20.0]);
     close(&x.take(&Tensor::from_vec(&[2], vec![7u32, 1]), 0), &[30.0, 20.0]);
-    close(&x.take_with_mode(&i32s(&[3], &[5, -1, -4]), 0, IndexMode::FillOrDrop), &[f32::NAN, 30.0, f32::NAN]);
+    close(
+        &x.take_with_mode(&i32s(&[3], &[5, -1, -4]), 0, IndexMode::FillOrDrop),
+        &[f32::NAN, 30.0, f32::NAN],
+    );
 }
 
 #[test]
@@ -607,7 +615,12 @@ fn linalg_errors_name_the_op_and_both_shapes() {
 #[test]
 fn indexing_errors() {
     let fi = Tensor::placeholder(DType::F32, &[2]);
-    trace_err(|(x, i): (Tensor, Tensor)| x.take(&i, 0), &(ph(&[3]), fi.clone()), "take", &["indices dtype f32"]);
+    trace_err(
+        |(x, i): (Tensor, Tensor)| x.take(&i, 0),
+        &(ph(&[3]), fi.clone()),
+        "take",
+        &["indices dtype f32"],
+    );
     let ii = Tensor::placeholder(DType::I32, &[2]);
     trace_err(|(x, i): (Tensor, Tensor)| x.take(&i, 1), &(ph(&[3]), ii.clone()), "take", &["axis 1", "(3,)"]);
     trace_err(|(x, i): (Tensor, Tensor)| x.take(&i, 0), &(ph(&[0]), ii.clone()), "take", &["empty axis"]);
