@@ -32,7 +32,7 @@ fn resolve_reshape(own: &Shape, spec: &[i64]) -> Result<Vec<usize>, String> {
     match unknown {
         Some(i) => {
             // `-1` next to a zero-size dim is ambiguous (numpy refuses it too).
-            if known == 0 || total % known != 0 {
+            if known == 0 || !total.is_multiple_of(known) {
                 return Err(bad());
             }
             dims[i] = total / known;
