@@ -70,9 +70,14 @@ impl fmt::Display for VerifyErrors {
 
 impl std::error::Error for VerifyErrors {}
 
-/// Checks every invariant listed in the [module docs](self) on `f` and its sub-functions.
+/// Checks the invariants of `f` and, recursively, of its sub-functions: variable ids in range, each
+/// variable defined exactly once and before its uses, outputs defined, constants of their variables'
+/// types, equations well-typed by [`crate::output_types`] with the declared outputs. Every violation
+/// is collected (it does not stop at the first) with a location such as `eqn 4 (scan) > body > eqn 1
+/// (mul)`; it never panics.
 ///
-/// A failure means whoever built `f` has a bug; see the module docs.
+/// A failure is a bug in whatever produced `f` (the tracer, a transform, a hand-built function), not
+/// in the user's program.
 ///
 /// # Errors
 /// All the [`VerifyError`]s found, in program order.

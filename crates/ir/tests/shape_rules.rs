@@ -1,4 +1,6 @@
 //! Shape/dtype rules: one Ok case per primitive with the hand-derived result type, and the error cases.
+// Operand lists read better as `&[x.clone()]` next to their multi-operand neighbours.
+#![allow(clippy::cloned_ref_to_slice_refs)]
 
 use DType::{Bool, F32, F64, I32, U32};
 use kiln_ir::{

@@ -1,6 +1,8 @@
 //! The text form: printing then parsing gives the function back, for every primitive and parameter
 //! variant; expected text for a few lines; errors with line and column; no panics on bad input.
 
+#![allow(clippy::cloned_ref_to_slice_refs)] // `&[ty.clone()]` reads better in the samples
+
 use kiln_ir::{
     ArgOp, Array, BinaryOp, CompareOp, CumulativeOp, DType, Eqn, Function, IndexMode, Prim, ReduceOp,
     ScatterOp, Shape, SrcLoc, TensorType, UnaryOp, Var, parse,

@@ -1,11 +1,26 @@
 //! Tests of the verifier: one per invariant (exact location, message substring), several errors at
 //! once, nested locations, and valid functions (with control flow) that pass.
+//!
+//! Most are functions built field by field in Rust, since they must break invariants that no builder
+//! or parser lets through. The invariants the text form can express (redefinition, use before
+//! definition, typing, sub-functions) are also written as `tests/verify/*.kir` files, each expecting
+//! the errors listed in its comments, in order, one per line:
+//!
+//! ```text
+//! # error: eqn 0 (add): input 1: v2 is used before its definition by eqn 1 (neg)
+//! ```
+//!
+//! The location (up to the first `": "`) must match exactly and the rest must be a substring of the
+//! message; a file without `# error:` lines must verify. Out-of-range ids, never-defined names and
+//! mistyped constants cannot be written in the text form (the parser rejects them), so invariants 1,
+//! 4 and 5 are tested in Rust only.
 
 use kiln_ir::{
     Array, BinaryOp, CompareOp, DType, Eqn, Function, Prim, SrcLoc, TensorType, UnaryOp, Var, VerifyError,
     verify,
 };
 use smallvec::SmallVec;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 fn ty(dtype: DType, dims: &[usize]) -> TensorType {
@@ -512,6 +527,58 @@ fn valid_control_flow_passes() {
         f.push(Prim::Checkpoint { body: Box::new(branch(UnaryOp::Tanh)) }, &[called], None).unwrap()[0];
     f.outputs = vec![remat, so[1], count];
     check(&f, &[]);
+}
+
+// ---------------------------------------------------------------------------------------------------
+// The `.kir` files.
+
+fn kir_files() -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/verify");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "kir"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 6, "verifier .kir files missing in {}", dir.display());
+    files
+}
+
+/// The `# error: LOCATION: MESSAGE` expectations of a file, as (location, message substring).
+fn expected_errors(src: &str) -> Vec<(String, String)> {
+    src.lines()
+        .filter_map(|l| l.trim().strip_prefix("# error:"))
+        .map(|e| {
+            let (loc, msg) = e.trim().split_once(": ").expect("`# error: LOCATION: MESSAGE`");
+            (loc.to_string(), msg.trim_end().to_string())
+        })
+        .collect()
+}
+
+#[test]
+fn kir_files_report_the_expected_errors() {
+    let mut failures = Vec::new();
+    for path in kir_files() {
+        let src = std::fs::read_to_string(&path).unwrap();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        let f = match kiln_ir::parse(&src) {
+            Ok(f) => f,
+            Err(e) => {
+                failures.push(format!("{name}: parse error {e}"));
+                continue;
+            }
+        };
+        let expected = expected_errors(&src);
+        let got = verify(&f).err().map_or_else(Vec::new, |e| e.0);
+        let matches = got.len() == expected.len()
+            && got.iter().zip(&expected).all(|(g, (loc, msg))| g.location == *loc && g.message.contains(msg));
+        if !matches {
+            let got: String = got.iter().map(|e| format!("    {e}\n")).collect();
+            let want: String = expected.iter().map(|(l, m)| format!("    {l}: ...{m}...\n")).collect();
+            failures.push(format!("{name}: expected\n{want}  got\n{got}"));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
 // ---------------------------------------------------------------------------------------------------
