@@ -671,3 +671,28 @@ fn eager_misuse_panics_with_the_op_and_shape() {
     let msg = payload.downcast_ref::<String>().cloned().unwrap_or_default();
     assert!(msg.contains("sum: axis 2 out of range for shape (2, 3)"), "{msg}");
 }
+
+#[test]
+fn traced_functions_verify_and_match_eager_values() {
+    // Each staged program passes the IR verifier (trace runs it in debug builds) and evaluates to the
+    // eager result, which the tests above pin to hand-computed numbers.
+    let x = f32s(&[2, 3], &[10.0, 30.0, 20.0, 60.0, 40.0, 50.0]);
+    let f = |x: Tensor| {
+        let idx = Tensor::from_vec(&[5], vec![0i32, 1, 1, -1, 9]);
+        let parts = vec![
+            x.take_along_axis(&x.argsort(-1), -1).flatten(),
+            x.take(&idx, 1).flatten(),
+            Tensor::zeros(DType::F32, &[2]).at_add(&idx, &Tensor::scalar(1.0f32).broadcast_to(&[5])),
+            x.roll(-1, 1).tile(&[1, 2]).repeat(2, 0).flatten(),
+            x.slice_axis(1, None, None, -2).cumsum(0, true).flatten(),
+            x.matmul(&Tensor::stack(&[x.t(), x.t()], 0)).sum_all().reshape(&[1]),
+            x.mean_keepdims(0).squeeze_all().pad(&[(1, 0)], -1.0),
+        ];
+        Tensor::concatenate(&parts, 0)
+    };
+    let eager = f(x.clone()).to_vec::<f32>();
+    let traced = trace(f, &ph(&[2, 3])).unwrap();
+    assert_eq!(traced.eval(&x).unwrap().to_vec::<f32>(), eager);
+    // at_add above: indices 0, 1, 1, -1 -> 1, 9 dropped: [1, 3]
+    assert_eq!(&eager[16..18], &[1.0, 3.0]);
+}
