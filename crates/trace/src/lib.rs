@@ -13,6 +13,8 @@ mod context;
 mod control;
 mod error;
 pub mod lax;
+pub mod methods;
+pub mod nn;
 mod numpy;
 mod operators;
 pub mod random;
