@@ -22,12 +22,13 @@ extern crate self as kiln;
 pub use kiln_ir as ir;
 pub use kiln_ir::DType;
 pub use kiln_trace::{
-    Branch, Error, Result, Scalar, ScanOptions, Tensor, Traced, Tree, broadcast_shapes, cond, lax, scan,
-    scan_with, switch, trace, where_, while_loop, while_loop_bounded,
+    Branch, Error, Result, Scalar, ScanOptions, Tensor, Traced, Tree, broadcast_shapes, cond, lax, methods,
+    nn, random, scan, scan_with, switch, trace, where_, while_loop, while_loop_bounded,
 };
 
 /// Everything a user program needs: `use kiln::prelude::*;`.
 pub mod prelude {
+    pub use crate::methods::{All, Axes};
     pub use crate::{
         DType, Error, ScanOptions, Tensor, Traced, Tree, cond, scan, scan_with, switch, trace, where_,
         while_loop, while_loop_bounded,

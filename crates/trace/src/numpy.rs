@@ -65,40 +65,43 @@ impl Tensor {
     }
 }
 
-/// Applies a binary op with numpy broadcasting; `name` is the user-facing op name. Dtypes must match.
+/// Broadcasts two operands of a binary op by numpy rules; `name` is the user-facing op name. Dtypes
+/// must match. On a mismatch the error is reported (quoting the user's shapes) and `Err` holds the
+/// placeholder result. (A function, not a closure-taking helper: closures lose `#[track_caller]`.)
 #[track_caller]
-pub(crate) fn broadcasting_binary(
-    name: &str,
-    x: &Tensor,
-    y: &Tensor,
-    f: impl FnOnce(&Tensor, &Tensor) -> Tensor,
-) -> Tensor {
+pub(crate) fn broadcast_pair(name: &str, x: &Tensor, y: &Tensor) -> Result<(Tensor, Tensor), Tensor> {
     if x.dtype() != y.dtype() {
         let msg = format!(
             "dtypes {} and {} differ (kiln does not promote implicitly; use astype)",
             x.dtype(),
             y.dtype()
         );
-        return fail(name, &[x, y], msg, 1).remove(0);
+        return Err(fail(name, &[x, y], msg, 1).remove(0));
     }
     let (xs, ys) = (x.shape(), y.shape());
     let Some(shape) = broadcast_shapes(xs.dims(), ys.dims()) else {
         let msg = format!("shapes {xs} and {ys} cannot be broadcast together");
-        return fail(name, &[x, y], msg, 1).remove(0);
+        return Err(fail(name, &[x, y], msg, 1).remove(0));
     };
-    f(&x.broadcast_unchecked(&shape), &y.broadcast_unchecked(&shape))
+    Ok((x.broadcast_unchecked(&shape), y.broadcast_unchecked(&shape)))
 }
 
 /// A binary elementwise op with broadcasting, by primitive.
 #[track_caller]
 pub(crate) fn bin(op: BinaryOp, x: &Tensor, y: &Tensor) -> Tensor {
-    broadcasting_binary(op.name(), x, y, |a, b| lax::binary(op, a, b))
+    match broadcast_pair(op.name(), x, y) {
+        Ok((a, b)) => lax::binary(op, &a, &b),
+        Err(poisoned) => poisoned,
+    }
 }
 
 /// A comparison with broadcasting.
 #[track_caller]
 pub(crate) fn cmp(op: CompareOp, x: &Tensor, y: &Tensor) -> Tensor {
-    broadcasting_binary(op.name(), x, y, |a, b| lax::compare(op, a, b))
+    match broadcast_pair(op.name(), x, y) {
+        Ok((a, b)) => lax::compare(op, &a, &b),
+        Err(poisoned) => poisoned,
+    }
 }
 
 /// A rank-0 tensor of `x`'s dtype holding `v` (weak typing of Rust scalars, as JAX's Python scalars).

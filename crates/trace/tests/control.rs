@@ -133,7 +133,7 @@ fn scan_carry_shape_change_is_an_error() {
 
 #[test]
 fn error_inside_a_scan_body_points_at_the_body_line() {
-    let line = line!() + 2;
+    let line = line!() + 3;
     let err = trace(
         |xs: Tensor| {
             scan(|c: Tensor, x: Tensor| (&c + &x.broadcast_to(&[5]), x), Tensor::zeros(DType::F32, &[4]), xs)

@@ -123,3 +123,28 @@ fn scalar_literals_on_either_side_type_check() {
     assert_eq!(c.to_vec::<f32>(), vec![1.0, 0.0]);
     assert_eq!(d.to_vec::<f32>(), vec![0.75, 1.25]);
 }
+
+#[test]
+fn every_recorded_equation_points_at_the_users_line() {
+    // Regression: closures inside kiln lose `#[track_caller]`, which once made equations of every
+    // broadcasting binary op point into kiln's own source.
+    use kiln_trace::{methods::All, nn};
+    let t = trace(
+        |(x, w): (Tensor, Tensor)| {
+            let y = (&x * 2.0 + 1.0).roll(1, 0).matmul(&w);
+            let z = Tensor::stack(&[y.clone(), y.exp()], 0);
+            let s = nn::softmax(&z, -1) + nn::logsumexp(&z, -1).expand_dims(-1);
+            (
+                s.sum(All) / nn::norm(&x, All),
+                x.lt(&x).astype(DType::F32).mean(0),
+                x.take(&Tensor::scalar(-1i32), 0),
+            )
+        },
+        &(f32s(&[4, 3]), f32s(&[3, 2])),
+    )
+    .unwrap();
+    for e in &t.function.eqns {
+        let at = e.loc.as_ref().expect("every equation has a location");
+        assert!(at.file.ends_with("tests/errors.rs"), "{} at {at}", e.prim.name());
+    }
+}

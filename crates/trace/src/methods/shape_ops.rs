@@ -267,7 +267,11 @@ impl Tensor {
         let ax = check!(resolve_axes_rank(&[axis.into()], shape.rank() + 1, &what), "stack", &refs)[0];
         let mut dims = shape.dims().to_vec();
         dims.insert(ax, 1);
-        let parts: Vec<Tensor> = xs.iter().map(|x| lax::reshape(x, &dims)).collect();
+        // A loop, not `map`: closures lose `#[track_caller]`, and errors must point at the user's line.
+        let mut parts: Vec<Tensor> = Vec::with_capacity(xs.len());
+        for x in xs {
+            parts.push(lax::reshape(x, &dims));
+        }
         if parts.len() == 1 {
             return parts.into_iter().next().unwrap_or_else(|| first.clone());
         }
