@@ -26,6 +26,11 @@ pub use kiln_trace::{
     nn, random, scan, scan_with, switch, trace, where_, while_loop, while_loop_bounded,
 };
 
+/// The README's examples, run as doc-tests so they stay true.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
+
 /// Everything a user program needs: `use kiln::prelude::*;`.
 pub mod prelude {
     pub use crate::methods::{All, Axes};
