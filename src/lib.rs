@@ -19,12 +19,19 @@
 
 extern crate self as kiln;
 
+mod ad;
+
+pub use ad::{
+    Args, grad, grad_argnums, hessian, jacfwd, jacrev, jvp, linearize, value_and_grad, value_and_grad_aux,
+    vjp,
+};
 pub use kiln_ir as ir;
 pub use kiln_ir::DType;
 pub use kiln_trace::{
     Branch, Error, Result, Scalar, ScanOptions, Tensor, Traced, Tree, broadcast_shapes, cond, lax, methods,
     nn, random, scan, scan_with, switch, trace, where_, while_loop, while_loop_bounded,
 };
+pub use kiln_transform as transform;
 
 /// The README's examples, run as doc-tests so they stay true.
 #[doc = include_str!("../README.md")]
@@ -37,5 +44,8 @@ pub mod prelude {
     pub use crate::{
         DType, Error, ScanOptions, Tensor, Traced, Tree, cond, scan, scan_with, switch, trace, where_,
         while_loop, while_loop_bounded,
+    };
+    pub use crate::{
+        grad, grad_argnums, hessian, jacfwd, jacrev, jvp, linearize, value_and_grad, value_and_grad_aux, vjp,
     };
 }

@@ -39,6 +39,32 @@ pub(crate) struct Frame {
 
 thread_local! {
     static STACK: RefCell<Vec<Frame>> = const { RefCell::new(Vec::new()) };
+    /// While a transform replays an equation, the location of the original equation: what it binds is
+    /// attributed to the user's line, not to the rule's source.
+    static LOC_OVERRIDE: RefCell<Option<SrcLoc>> = const { RefCell::new(None) };
+}
+
+/// Runs `f` with every equation it records attributed to `loc` (when `Some`). Transforms use it so
+/// that the equations a rule emits for a user's op carry that op's location.
+pub fn at_location<R>(loc: Option<&SrcLoc>, f: impl FnOnce() -> R) -> R {
+    let Some(loc) = loc else { return f() };
+    let prev = LOC_OVERRIDE.with(|o| o.replace(Some(loc.clone())));
+    struct Restore(Option<SrcLoc>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            let prev = self.0.take();
+            LOC_OVERRIDE.with(|o| *o.borrow_mut() = prev);
+        }
+    }
+    let _restore = Restore(prev);
+    f()
+}
+
+/// The location to record: the override of a replaying transform, else the `#[track_caller]` caller.
+#[track_caller]
+fn call_site() -> SrcLoc {
+    let caller = Location::caller();
+    LOC_OVERRIDE.with(|o| o.borrow().clone()).unwrap_or_else(|| SrcLoc::from_location(caller))
 }
 
 /// Starts a new innermost trace and returns its id.
@@ -157,7 +183,7 @@ pub(crate) fn var_in(id: TraceId, t: &Tensor) -> Var {
 /// placeholder results of the expected count are returned; eagerly, it panics at the caller.
 #[track_caller]
 pub(crate) fn bind(prim: Prim, inputs: &[&Tensor], n_out: usize) -> Vec<Tensor> {
-    let at = SrcLoc::from_location(Location::caller());
+    let at = call_site();
     match current_trace() {
         Some(id) => {
             let vars: Vec<Var> = inputs.iter().map(|t| var_in(id, t)).collect();
@@ -192,7 +218,7 @@ pub(crate) fn bind(prim: Prim, inputs: &[&Tensor], n_out: usize) -> Vec<Tensor> 
 /// shapes) and returns placeholder results. Eagerly, panics at the caller.
 #[track_caller]
 pub(crate) fn fail(op: &str, operands: &[&Tensor], message: String, n_out: usize) -> Vec<Tensor> {
-    let at = SrcLoc::from_location(Location::caller());
+    let at = call_site();
     let err = Error::Op {
         op: op.to_string(),
         operands: operands.iter().map(|t| t.ty()).collect(),
@@ -218,4 +244,21 @@ fn poisoned(id: TraceId, inputs: &[&Tensor], n_out: usize) -> Vec<Tensor> {
             Tensor::traced(id, v, ty.clone())
         })
         .collect()
+}
+
+/// Reports an error found by a transform or API function (not by a primitive): recorded in the
+/// innermost trace (first error wins), or a panic at the caller in eager mode.
+#[track_caller]
+pub fn report_error(op: &str, operands: &[&Tensor], message: String) {
+    fail(op, operands, message, 0);
+}
+
+/// Re-raises an error from a nested trace (a transformed function's body) in the enclosing trace, or
+/// panics in eager mode.
+#[track_caller]
+pub fn propagate_error(err: Error) {
+    match current_trace() {
+        Some(_) => record_error(err),
+        None => panic!("kiln: {err}"),
+    }
 }

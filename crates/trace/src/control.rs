@@ -8,7 +8,7 @@
 //! (a carry whose type changes, branches whose outputs differ) at the call of `scan`/`cond`.
 
 use crate::context::{self, Frame, bind, fail};
-use crate::{Error, Tensor, Tree};
+use crate::{Tensor, Tree};
 use kiln_ir::{DType, Function, Prim, TensorType};
 
 /// A body traced into a closed function: its parameters are `captured ++ own parameters`.
@@ -46,7 +46,7 @@ fn trace_body<R>(
     guard.0 = None;
     let Frame { mut func, error, captured, .. } = context::pop_trace(id);
     if let Some(err) = error {
-        propagate(err);
+        context::propagate_error(err);
         return (out, None);
     }
     func.outputs = out_vars;
@@ -55,15 +55,6 @@ fn trace_body<R>(
     func.params.rotate_left(own);
     let out_types = func.output_types();
     (out, Some(Body { func, captured, out_types }))
-}
-
-/// Re-raises an error from a body in the enclosing trace, or panics in eager mode.
-#[track_caller]
-fn propagate(err: Error) {
-    match context::current_trace() {
-        Some(_) => context::record_error(err),
-        None => panic!("kiln: {err}"),
-    }
 }
 
 fn types(ts: &[Tensor]) -> Vec<TensorType> {

@@ -3,15 +3,24 @@
 //! The `jax.numpy`-style methods on [`Tensor`] are built on these.
 
 use crate::Tensor;
-use crate::context::bind;
+use crate::context;
 use kiln_ir::{
     ArgOp, BinaryOp, CompareOp, CumulativeOp, DType, Function, IndexMode, Prim, ReduceOp, ScatterOp, Shape,
     UnaryOp,
 };
 
+/// Binds any primitive to tensors: stages it into the innermost trace, or evaluates it eagerly. The
+/// transforms use this to replay a function's equations; user code calls the typed wrappers below.
+#[track_caller]
+pub fn bind(prim: Prim, inputs: &[&Tensor]) -> Vec<Tensor> {
+    let types: Vec<_> = inputs.iter().map(|t| t.ty()).collect();
+    let n_out = kiln_ir::output_types(&prim, &types).map_or(1, |t| t.len());
+    context::bind(prim, inputs, n_out)
+}
+
 #[track_caller]
 fn one(prim: Prim, inputs: &[&Tensor]) -> Tensor {
-    bind(prim, inputs, 1).pop().expect("one result")
+    context::bind(prim, inputs, 1).pop().expect("one result")
 }
 
 /// Applies a one-operand elementwise primitive.
@@ -161,7 +170,7 @@ pub fn cumulative(op: CumulativeOp, x: &Tensor, axis: usize, reverse: bool) -> T
 #[track_caller]
 pub fn sort(xs: &[Tensor], dimension: usize, num_keys: usize) -> Vec<Tensor> {
     let ins: Vec<&Tensor> = xs.iter().collect();
-    bind(Prim::Sort { dimension, num_keys }, &ins, xs.len())
+    context::bind(Prim::Sort { dimension, num_keys }, &ins, xs.len())
 }
 
 /// `dot_general` with (lhs, rhs) contracting and batch dimensions.
@@ -214,7 +223,7 @@ pub fn segment_sum(data: &Tensor, segment_ids: &Tensor, num_segments: usize) -> 
 /// `threefry2x32(k0, k1, x0, x1) -> (y0, y1)`.
 #[track_caller]
 pub fn threefry2x32(k0: &Tensor, k1: &Tensor, x0: &Tensor, x1: &Tensor) -> (Tensor, Tensor) {
-    let mut r = bind(Prim::Threefry2x32, &[k0, k1, x0, x1], 2);
+    let mut r = context::bind(Prim::Threefry2x32, &[k0, k1, x0, x1], 2);
     let y1 = r.pop().expect("two results");
     let y0 = r.pop().expect("two results");
     (y0, y1)
@@ -231,5 +240,5 @@ pub fn stop_gradient(x: &Tensor) -> Tensor {
 pub fn call(body: Function, args: &[Tensor]) -> Vec<Tensor> {
     let n = body.outputs.len();
     let ins: Vec<&Tensor> = args.iter().collect();
-    bind(Prim::Call { body: Box::new(body) }, &ins, n)
+    context::bind(Prim::Call { body: Box::new(body) }, &ins, n)
 }

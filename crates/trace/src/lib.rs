@@ -9,7 +9,7 @@
 
 extern crate self as kiln_trace;
 
-mod context;
+pub(crate) mod context;
 mod control;
 mod error;
 pub mod lax;
@@ -22,6 +22,7 @@ mod tensor;
 mod trace_fn;
 mod tree;
 
+pub use context::{at_location, propagate_error, report_error};
 pub use control::{Branch, ScanOptions, cond, scan, scan_with, switch, while_loop, while_loop_bounded};
 pub use error::{Error, Result};
 pub use kiln_trace_derive::Tree;

@@ -1,1 +1,20 @@
-//! Placeholder: see the crate description; filled in by later issues.
+//! kiln's IR → IR transforms.
+//!
+//! Every transform is an *interpreter over tensors*: it walks a [`kiln_ir::Function`]'s equations and,
+//! for each, calls that primitive's rule, which computes with [`kiln_trace::Tensor`] ops. Run inside a
+//! trace, the rules' ops are recorded, so the result is a new `Function` (JAX's design: rules are
+//! written in the same ops as user code); run eagerly, they compute values at once.
+//!
+//! * [`replay`]: re-emit a function's equations (inlining a traced function into the current trace).
+//! * [`ad`]: forward mode ([`ad::jvp_replay`], one JVP rule per primitive in `ad/jvp_rules.rs`) and
+//!   reverse mode ([`ad::vjp_replay`], one direct VJP rule per primitive in `ad/vjp_rules.rs`), with the
+//!   control-flow rules (scan with checkpointing, while, cond, custom rules) in `ad/control.rs`.
+//! * [`dce`]: dead-code elimination.
+#![warn(missing_docs)]
+
+pub mod ad;
+mod dce;
+mod replay;
+
+pub use dce::dce;
+pub use replay::{replay, trace_function};

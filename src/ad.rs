@@ -1,0 +1,319 @@
+//! Automatic differentiation for users: `grad`, `value_and_grad`, `vjp`, `jvp`, `linearize`,
+//! `jacfwd`, `jacrev`, `hessian` — JAX's API over kiln's IR transforms (`kiln_transform::ad`).
+//!
+//! Each call traces the user's function on the argument types into IR, applies the transform, and
+//! replays the result in the current context: inside another trace (e.g. `grad(grad(f))`, or a
+//! function being traced for `jit`) the derivative is recorded there; on concrete tensors it is
+//! computed at once. Errors follow kiln's policy: recorded in the enclosing trace, or a panic at the
+//! caller's line in eager mode.
+
+use kiln_ir::{Function, TensorType};
+use kiln_trace::{Tensor, Tree, propagate_error, report_error};
+use kiln_transform::ad::{jvp_replay, vjp_replay};
+use std::ops::Range;
+
+/// A traced user function, flattened: parameters are the argument leaves, then captured tracers.
+struct Flat<R> {
+    function: Function,
+    captured: Vec<Tensor>,
+    output: R,
+}
+
+/// Traces `f` on placeholders shaped like `args`; `None` after reporting the error.
+#[track_caller]
+fn flatten<A: Tree, R: Tree>(f: impl FnOnce(A) -> R, args: &A) -> Option<Flat<R>> {
+    let shapes = args.map(|t| {
+        let ty = t.ty();
+        Tensor::placeholder(ty.dtype, ty.shape.dims())
+    });
+    match kiln_trace::trace(f, &shapes) {
+        Ok(t) => Some(Flat { function: t.function, captured: t.captured, output: t.output }),
+        Err(e) => {
+            propagate_error(e);
+            None
+        }
+    }
+}
+
+fn zeros(ty: &TensorType) -> Tensor {
+    kiln_trace::lax::broadcast_in_dim(&Tensor::scalar_like(0.0, ty.dtype), ty.shape.dims(), &[])
+}
+
+fn placeholders_like<T: Tree>(t: &T) -> T {
+    t.map(|x| {
+        let ty = x.ty();
+        Tensor::placeholder(ty.dtype, ty.shape.dims())
+    })
+}
+
+/// Arguments whose top-level elements can be selected by position (`argnums`): tuples, and any
+/// single value (one element).
+pub trait Args: Tree {
+    /// The leaf index range of each top-level element.
+    fn element_ranges(&self) -> Vec<Range<usize>>;
+}
+
+impl Args for Tensor {
+    fn element_ranges(&self) -> Vec<Range<usize>> {
+        vec![0..1]
+    }
+}
+
+impl<T: Tree> Args for Vec<T> {
+    fn element_ranges(&self) -> Vec<Range<usize>> {
+        let mut start = 0;
+        self.iter()
+            .map(|x| {
+                let n = x.leaves().len();
+                start += n;
+                start - n..start
+            })
+            .collect()
+    }
+}
+
+macro_rules! tuple_args {
+    ($($name:ident $idx:tt),+) => {
+        impl<$($name: Tree),+> Args for ($($name,)+) {
+            fn element_ranges(&self) -> Vec<Range<usize>> {
+                let mut start = 0;
+                let mut out = Vec::new();
+                $(
+                    let n = self.$idx.leaves().len();
+                    out.push(start..start + n);
+                    start += n;
+                )+
+                let _ = start;
+                out
+            }
+        }
+    };
+}
+tuple_args!(A 0);
+tuple_args!(A 0, B 1);
+tuple_args!(A 0, B 1, C 2);
+tuple_args!(A 0, B 1, C 2, D 3);
+tuple_args!(A 0, B 1, C 2, D 3, E 4);
+tuple_args!(A 0, B 1, C 2, D 3, E 4, F 5);
+
+/// Which leaves are differentiated: all, or those of the selected top-level elements.
+fn selected_leaves<A: Args>(args: &A, argnums: Option<&[usize]>) -> Vec<bool> {
+    let ranges = args.element_ranges();
+    let n = ranges.last().map_or(0, |r| r.end);
+    match argnums {
+        None => vec![true; n],
+        Some(nums) => {
+            let mut sel = vec![false; n];
+            for &k in nums {
+                if let Some(r) = ranges.get(k) {
+                    sel[r.clone()].iter_mut().for_each(|s| *s = true);
+                }
+            }
+            sel
+        }
+    }
+}
+
+/// The core of `grad`/`value_and_grad`: `f`'s first output must be a float scalar; returns its value,
+/// the rest of `f`'s output (aux), and the cotangent of every selected leaf.
+#[track_caller]
+fn value_and_grad_impl<A: Args, R: Tree>(
+    op: &str,
+    f: impl FnOnce(A) -> (Tensor, R),
+    args: A,
+    argnums: Option<&[usize]>,
+) -> ((Tensor, R), A) {
+    let leaves = args.leaves();
+    let sel = selected_leaves(&args, argnums);
+    if let Some(nums) = argnums {
+        let n_elems = args.element_ranges().len();
+        if let Some(&k) = nums.iter().find(|&&k| k >= n_elems) {
+            report_error(op, &[], format!("argnums {k} is out of range for {n_elems} arguments"));
+        }
+    }
+    for (i, (l, s)) in leaves.iter().zip(&sel).enumerate() {
+        if *s && !l.dtype().is_float() {
+            // JAX: "grad requires real- or complex-valued inputs (input dtype that is a sub-dtype of
+            // np.inexact), but got int32".
+            let msg = format!(
+                "differentiation requires float inputs, but argument leaf {i} has dtype {} (shape {}); \
+                 pass it through argnums-excluded arguments or convert it with astype",
+                l.dtype(),
+                l.shape()
+            );
+            report_error(op, &[l], msg);
+        }
+    }
+    let give_up = |out: &(Tensor, R)| (placeholders_like(out), placeholders_like(&args));
+    let Some(flat) = flatten(f, &args) else {
+        panic!("kiln: {op}: tracing the function failed (error reported)")
+    };
+    let out_types = flat.function.output_types();
+    let value_ty = &out_types[0];
+    if value_ty.rank() != 0 || !value_ty.dtype.is_float() {
+        let msg = format!("the function must return a float scalar to differentiate, got {value_ty}");
+        report_error(op, &leaves.iter().collect::<Vec<_>>(), msg);
+        return give_up(&flat.output);
+    }
+    let primals: Vec<Tensor> = leaves.iter().chain(&flat.captured).cloned().collect();
+    let mut cts: Vec<Option<Tensor>> = vec![None; out_types.len()];
+    cts[0] = Some(Tensor::scalar_like(1.0, value_ty.dtype));
+    let (outs, param_cts) = vjp_replay(&flat.function, &primals, &cts);
+    let grads: Vec<Tensor> = param_cts
+        .into_iter()
+        .zip(&leaves)
+        .zip(&sel)
+        .map(|((c, l), s)| match (c, s) {
+            (Some(c), true) => c,
+            _ => zeros(&l.ty()),
+        })
+        .collect();
+    (flat.output.rebuild(outs), args.rebuild(grads))
+}
+
+/// `jax.grad`: the gradient of a scalar-valued `f` with respect to all its (float) arguments, with
+/// the arguments' structure.
+///
+/// Errors (recorded in the enclosing trace, or a panic in eager mode): an integer/bool argument leaf
+/// (name its index and dtype), a non-scalar or non-float output.
+///
+/// ```
+/// use kiln::prelude::*;
+/// let f = |x: Tensor| (&x * &x).sum(All);           // sum x²
+/// let g = grad(f)(Tensor::from_vec(&[3], vec![1.0f64, -2.0, 0.5]));
+/// assert_eq!(g.to_vec::<f64>(), vec![2.0, -4.0, 1.0]);
+/// ```
+#[track_caller]
+pub fn grad<A: Args>(f: impl Fn(A) -> Tensor) -> impl Fn(A) -> A {
+    move |args: A| value_and_grad_impl("grad", |a| (f(a), ()), args, None).1
+}
+
+/// `jax.grad(f, argnums)`: the gradient with respect to the selected top-level arguments (of a
+/// tuple); the other arguments' entries are zeros of their own dtype (JAX returns only the selected
+/// ones; kiln keeps the argument structure).
+#[track_caller]
+pub fn grad_argnums<A: Args>(f: impl Fn(A) -> Tensor, argnums: &[usize]) -> impl Fn(A) -> A {
+    let argnums = argnums.to_vec();
+    move |args: A| value_and_grad_impl("grad", |a| (f(a), ()), args, Some(&argnums)).1
+}
+
+/// `jax.value_and_grad`: `(f(args), grad(f)(args))` in one pass.
+#[track_caller]
+pub fn value_and_grad<A: Args>(f: impl Fn(A) -> Tensor) -> impl Fn(A) -> (Tensor, A) {
+    move |args: A| {
+        let ((v, ()), g) = value_and_grad_impl("value_and_grad", |a| (f(a), ()), args, None);
+        (v, g)
+    }
+}
+
+/// `jax.value_and_grad(f, has_aux=True)`: `f` returns `(loss, aux)`; the result is
+/// `((loss, aux), grad)`; aux is not differentiated.
+#[track_caller]
+pub fn value_and_grad_aux<A: Args, Aux: Tree>(
+    f: impl Fn(A) -> (Tensor, Aux),
+) -> impl Fn(A) -> ((Tensor, Aux), A) {
+    move |args: A| value_and_grad_impl("value_and_grad", &f, args, None)
+}
+
+/// `jax.vjp`: the outputs of `f` at `primals` and a function from output cotangents to argument
+/// cotangents. (The returned function replays the forward pass on each call.)
+#[track_caller]
+pub fn vjp<A: Tree, R: Tree>(f: impl FnOnce(A) -> R, primals: A) -> (R, impl Fn(R) -> A) {
+    let flat = flatten(f, &primals).expect("kiln: vjp: tracing the function failed (error reported)");
+    let leaves = primals.leaves();
+    let all: Vec<Tensor> = leaves.iter().chain(&flat.captured).cloned().collect();
+    let (outs, _) = kiln_transform::ad::jvp_replay(&flat.function, &all, &vec![None; all.len()]);
+    let out = flat.output.rebuild(outs);
+    let function = flat.function;
+    let pull = move |ct: R| -> A {
+        let cts: Vec<Option<Tensor>> = ct.leaves().into_iter().map(Some).collect();
+        let (_, param_cts) = vjp_replay(&function, &all, &cts);
+        let grads =
+            param_cts.into_iter().zip(&leaves).map(|(c, l)| c.unwrap_or_else(|| zeros(&l.ty()))).collect();
+        primals.rebuild(grads)
+    };
+    (out, pull)
+}
+
+/// `jax.jvp`: `(f(primals), J·tangents)`; tangents have the primals' structure and types.
+#[track_caller]
+pub fn jvp<A: Tree, R: Tree>(f: impl FnOnce(A) -> R, primals: A, tangents: A) -> (R, R) {
+    let Some(flat) = flatten(f, &primals) else {
+        panic!("kiln: jvp: tracing the function failed (error reported)")
+    };
+    let mut all = primals.leaves();
+    let mut ts: Vec<Option<Tensor>> = tangents.leaves().into_iter().map(Some).collect();
+    all.extend(flat.captured.iter().cloned());
+    ts.extend(flat.captured.iter().map(|_| None));
+    let (outs, touts) = jvp_replay(&flat.function, &all, &ts);
+    let tout_vals = touts.into_iter().zip(&outs).map(|(t, o)| t.unwrap_or_else(|| zeros(&o.ty()))).collect();
+    (flat.output.rebuild(outs), flat.output.rebuild(tout_vals))
+}
+
+/// `jax.linearize`: `f(primals)` and the linear map `t ↦ J·t` (replayed on each call).
+#[track_caller]
+pub fn linearize<A: Tree + Clone, R: Tree>(f: impl Fn(A) -> R + Clone, primals: A) -> (R, impl Fn(A) -> R) {
+    let (out, _) = jvp(f.clone(), primals.clone(), primals.map(|t| t * 0.0));
+    let lin = move |t: A| jvp(f.clone(), primals.clone(), t).1;
+    (out, lin)
+}
+
+/// `jax.jacfwd` for a function of one tensor: the Jacobian, of shape `out.shape ++ in.shape`, by one
+/// forward-mode pass per input element.
+#[track_caller]
+pub fn jacfwd(f: impl Fn(Tensor) -> Tensor + Clone) -> impl Fn(Tensor) -> Tensor {
+    move |x: Tensor| {
+        let n = x.size();
+        let in_shape = x.shape();
+        let mut cols = Vec::with_capacity(n);
+        for j in 0..n {
+            let e = basis(&x.ty(), j);
+            let (_, t) = jvp(f.clone(), x.clone(), e);
+            cols.push(t);
+        }
+        let out_shape = f(x.clone()).shape();
+        if n == 0 {
+            return zeros(&TensorType::new(x.dtype(), [out_shape.dims(), in_shape.dims()].concat()));
+        }
+        // cols[j] has the output shape; stack along a new last axis, then reshape to out ++ in.
+        let stacked = Tensor::stack(&cols, -1);
+        stacked.reshape(
+            &[out_shape.dims(), in_shape.dims()].concat().iter().map(|&d| d as i64).collect::<Vec<_>>(),
+        )
+    }
+}
+
+/// `jax.jacrev` for a function of one tensor: the Jacobian, of shape `out.shape ++ in.shape`, by one
+/// reverse-mode pass per output element.
+#[track_caller]
+pub fn jacrev(f: impl Fn(Tensor) -> Tensor + Clone) -> impl Fn(Tensor) -> Tensor {
+    move |x: Tensor| {
+        let (y, pull) = vjp(f.clone(), x.clone());
+        let m = y.size();
+        let mut rows = Vec::with_capacity(m);
+        for i in 0..m {
+            rows.push(pull(basis(&y.ty(), i)));
+        }
+        let dims: Vec<i64> =
+            [y.shape().dims(), x.shape().dims()].concat().iter().map(|&d| d as i64).collect();
+        if m == 0 {
+            return zeros(&TensorType::new(x.dtype(), dims.iter().map(|&d| d as usize).collect::<Vec<_>>()));
+        }
+        Tensor::stack(&rows, 0).reshape(&dims)
+    }
+}
+
+/// `jax.hessian` for a scalar function of one tensor: `jacfwd(jacrev(f))`, shape `in.shape ++ in.shape`.
+#[track_caller]
+pub fn hessian(f: impl Fn(Tensor) -> Tensor + Clone + 'static) -> impl Fn(Tensor) -> Tensor {
+    let g = move |x: Tensor| grad(f.clone())(x);
+    jacfwd(g)
+}
+
+/// The `j`-th standard basis vector of a type (one at flat index `j`).
+fn basis(ty: &TensorType, j: usize) -> Tensor {
+    let n = ty.shape.size();
+    let mut v = vec![0.0f64; n];
+    v[j] = 1.0;
+    Tensor::from_vec(ty.shape.dims(), v).astype(ty.dtype)
+}
