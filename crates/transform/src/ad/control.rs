@@ -1,20 +1,9 @@
-//! AD of control flow and calls: `scan` (JVP; reverse mode by a reverse scan with checkpointing),
-//! `while_loop`, `cond`, `call`, `checkpoint`, `custom_jvp_call`, `custom_vjp_call`.
+//! AD of control flow and calls: `while_loop`, `cond`, `call`, `checkpoint`, `custom_jvp_call`,
+//! `custom_vjp_call` here; `scan` (with checkpointing) in `scan.rs`.
 
+use super::scan;
 use kiln_ir::Prim;
 use kiln_trace::Tensor;
-
-/// How the reverse mode of a `scan` keeps what the backward pass needs (DESIGN §5).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
-pub enum Checkpoint {
-    /// Save the carry every ⌈√T⌉ steps and recompute the steps between (the default).
-    #[default]
-    Auto,
-    /// Save the carry every `k` steps.
-    Every(usize),
-    /// Save every step's residuals.
-    StoreAll,
-}
 
 /// The JVP of a control-flow primitive.
 pub(super) fn jvp(
@@ -22,7 +11,16 @@ pub(super) fn jvp(
     primals: &[Tensor],
     tangents: &[Option<Tensor>],
 ) -> (Vec<Tensor>, Vec<Option<Tensor>>) {
-    todo!("{} {primals:?} {tangents:?}", prim.name())
+    match prim {
+        Prim::Scan { .. } => scan::jvp(prim, primals, tangents),
+        Prim::WhileLoop { .. } => todo!(),
+        Prim::Cond { .. } => todo!(),
+        Prim::Call { .. } => todo!(),
+        Prim::Checkpoint { .. } => todo!(),
+        Prim::CustomJvpCall { .. } => todo!(),
+        Prim::CustomVjpCall { .. } => todo!(),
+        _ => unreachable!("{} is not a control-flow primitive", prim.name()),
+    }
 }
 
 /// The VJP of a control-flow primitive.
@@ -32,5 +30,14 @@ pub(super) fn vjp(
     outs: &[Tensor],
     cts: &[Option<Tensor>],
 ) -> Vec<Option<Tensor>> {
-    todo!("{} {ins:?} {outs:?} {cts:?}", prim.name())
+    match prim {
+        Prim::Scan { .. } => scan::vjp(prim, ins, outs, cts),
+        Prim::WhileLoop { .. } => todo!(),
+        Prim::Cond { .. } => todo!(),
+        Prim::Call { .. } => todo!(),
+        Prim::Checkpoint { .. } => todo!(),
+        Prim::CustomJvpCall { .. } => todo!(),
+        Prim::CustomVjpCall { .. } => todo!(),
+        _ => unreachable!("{} is not a control-flow primitive", prim.name()),
+    }
 }

@@ -21,12 +21,13 @@
 
 mod control;
 mod jvp_rules;
+mod scan;
 mod vjp_rules;
 
 use kiln_ir::{DType, Function, TensorType};
 use kiln_trace::{Tensor, at_location, lax};
 
-pub use control::Checkpoint;
+pub use scan::Checkpoint;
 
 /// True if values of this dtype carry tangents/cotangents.
 pub fn is_differentiable(dtype: DType) -> bool {
