@@ -13,15 +13,15 @@ fn mul() -> Prim {
 
 /// `x -> x * x` on `t`.
 fn square(t: &TensorType) -> Function {
-    func(&[t.clone()], |f, p| vec![push(f, mul(), &[p[0], p[0]])])
+    func(std::slice::from_ref(t), |f, p| vec![push(f, mul(), &[p[0], p[0]])])
 }
 /// `x -> x + x` on `t`.
 fn double(t: &TensorType) -> Function {
-    func(&[t.clone()], |f, p| vec![push(f, add(), &[p[0], p[0]])])
+    func(std::slice::from_ref(t), |f, p| vec![push(f, add(), &[p[0], p[0]])])
 }
 /// `x -> -x` on `t`.
 fn negate(t: &TensorType) -> Function {
-    func(&[t.clone()], |f, p| vec![push(f, Prim::Unary(UnaryOp::Neg), &[p[0]])])
+    func(std::slice::from_ref(t), |f, p| vec![push(f, Prim::Unary(UnaryOp::Neg), &[p[0]])])
 }
 
 pub fn stop_gradient() -> Vec<Case> {
@@ -140,11 +140,11 @@ pub fn while_loop() -> Vec<Case> {
     let lt = func(&[i.clone(), i.clone()], |f, p| vec![push(f, Prim::Compare(CompareOp::Lt), &[p[1], p[0]])]);
     let step = func(&[i.clone(), i.clone()], |f, p| vec![push(f, add(), &[p[1], p[0]])]);
     // The same with the limit 5 and step 1 as constants.
-    let lt5 = func(&[i.clone()], |f, p| {
+    let lt5 = func(std::slice::from_ref(&i), |f, p| {
         let five = f.add_const(i32s(&[], &[5]));
         vec![push(f, Prim::Compare(CompareOp::Lt), &[p[0], five])]
     });
-    let inc = func(&[i.clone()], |f, p| {
+    let inc = func(std::slice::from_ref(&i), |f, p| {
         let one = f.add_const(i32s(&[], &[1]));
         vec![push(f, add(), &[p[0], one])]
     });

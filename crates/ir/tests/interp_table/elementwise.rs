@@ -682,12 +682,12 @@ pub fn convert() -> Vec<Case> {
             vec![f64s(&[6], &[1e40, -1e40, 1.5, -0.0, 1e-50, -1e-50])],
             f32s(&[6], &[INF32, -INF32, 1.5, -0.0, 0.0, -0.0]),
         ),
-        // Widening is exact: 0.1f32 is 13421773 * 2^-27.
+        // Widening is exact: 0.1f32 is 13421773 * 2^-27 (the division below is exact).
         case1(
             "f32 -> f64 rank 3",
             p(F64),
             vec![f32s(&[1, 1, 2], &[0.1, NAN32])],
-            f64s(&[1, 1, 2], &[0.100_000_001_490_116_119_384_765_625, NAN]),
+            f64s(&[1, 1, 2], &[13_421_773.0 / 134_217_728.0, NAN]),
         ),
         case1(
             "f32 -> bool is x != 0",
@@ -767,16 +767,17 @@ pub fn iota() -> Vec<Case> {
     ]
 }
 
+/// A known answer: `(key, counter, output)`.
+type Kat = ([u32; 2], [u32; 2], [u32; 2]);
+
 pub fn threefry2x32() -> Vec<Case> {
     let p = || Prim::Threefry2x32;
     // Random123's known-answer vectors for threefry2x32_20: (key, counter) -> output.
     let zeros = ([0, 0], [0, 0], [0x6b20_0159, 0x99ba_4efe]);
     let ones = ([u32::MAX; 2], [u32::MAX; 2], [0x1cb9_96fc, 0xbb00_2be7]);
     let pi = ([0x1319_8a2e, 0x0370_7344], [0x243f_6a88, 0x85a3_08d3], [0xc492_3a9c, 0x483d_f7a0]);
-    let lanes = |name: &str, dims: &[usize], vs: &[([u32; 2], [u32; 2], [u32; 2])]| {
-        let col = |f: &dyn Fn(&([u32; 2], [u32; 2], [u32; 2])) -> u32| {
-            u32s(dims, &vs.iter().map(f).collect::<Vec<_>>())
-        };
+    let lanes = |name: &str, dims: &[usize], vs: &[Kat]| {
+        let col = |f: &dyn Fn(&Kat) -> u32| u32s(dims, &vs.iter().map(f).collect::<Vec<_>>());
         case(
             name,
             p(),
