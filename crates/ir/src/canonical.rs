@@ -1,7 +1,7 @@
 //! Canonical variable numbering: the order in which the printer names variables and the parser
 //! assigns ids.
 
-use crate::{ConstDef, Eqn, Function, Prim, Var};
+use crate::{ConstDef, Eqn, Function, Var};
 use std::collections::HashMap;
 
 /// Every variable of `f` once, in canonical order: parameters, constants and equation outputs in
@@ -39,7 +39,7 @@ impl Function {
                 .eqns
                 .iter()
                 .map(|e| Eqn {
-                    prim: canonical_prim(&e.prim),
+                    prim: e.prim.map_subfunctions(Function::canonicalize),
                     inputs: e.inputs.iter().map(m).collect(),
                     outputs: e.outputs.iter().map(m).collect(),
                     loc: e.loc.clone(),
@@ -47,62 +47,5 @@ impl Function {
                 .collect(),
             outputs: self.outputs.iter().map(m).collect(),
         }
-    }
-}
-
-/// `p` with its sub-functions canonicalized.
-fn canonical_prim(p: &Prim) -> Prim {
-    let c = |f: &Function| Box::new(f.canonicalize());
-    match p {
-        Prim::CustomJvpCall { fun, jvp } => Prim::CustomJvpCall { fun: c(fun), jvp: c(jvp) },
-        Prim::CustomVjpCall { fun, fwd, bwd } => {
-            Prim::CustomVjpCall { fun: c(fun), fwd: c(fwd), bwd: c(bwd) }
-        }
-        Prim::Scan { length, reverse, num_consts, num_carry, body } => Prim::Scan {
-            length: *length,
-            reverse: *reverse,
-            num_consts: *num_consts,
-            num_carry: *num_carry,
-            body: c(body),
-        },
-        Prim::WhileLoop { cond, body, cond_consts, body_consts, max_iters } => Prim::WhileLoop {
-            cond: c(cond),
-            body: c(body),
-            cond_consts: *cond_consts,
-            body_consts: *body_consts,
-            max_iters: *max_iters,
-        },
-        Prim::Cond { branches } => {
-            Prim::Cond { branches: branches.iter().map(Function::canonicalize).collect() }
-        }
-        Prim::Call { body } => Prim::Call { body: c(body) },
-        Prim::Checkpoint { body } => Prim::Checkpoint { body: c(body) },
-        Prim::Unary(_)
-        | Prim::Binary(_)
-        | Prim::Compare(_)
-        | Prim::Select
-        | Prim::Clamp
-        | Prim::ConvertElementType { .. }
-        | Prim::BitcastConvertType { .. }
-        | Prim::Iota { .. }
-        | Prim::BroadcastInDim { .. }
-        | Prim::Reshape { .. }
-        | Prim::Transpose { .. }
-        | Prim::Rev { .. }
-        | Prim::Slice { .. }
-        | Prim::DynamicSlice { .. }
-        | Prim::DynamicUpdateSlice
-        | Prim::Concatenate { .. }
-        | Prim::Pad { .. }
-        | Prim::Reduce { .. }
-        | Prim::ArgReduce { .. }
-        | Prim::Cumulative { .. }
-        | Prim::Sort { .. }
-        | Prim::DotGeneral { .. }
-        | Prim::Gather { .. }
-        | Prim::Scatter { .. }
-        | Prim::SegmentSum { .. }
-        | Prim::Threefry2x32
-        | Prim::StopGradient => p.clone(),
     }
 }

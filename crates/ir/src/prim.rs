@@ -630,12 +630,25 @@ impl Prim {
 
     /// The sub-functions this equation owns, in a fixed order (empty for non-control-flow primitives).
     pub fn subfunctions(&self) -> Vec<&Function> {
+        self.named_subfunctions().into_iter().map(|(_, f)| f).collect()
+    }
+
+    /// The sub-functions with their role (`body`, `cond`, `branch 1`, `fun`, `jvp`, `fwd`, `bwd`), in
+    /// the order of [`Prim::subfunctions`] — used in verifier locations and dumps.
+    pub fn named_subfunctions(&self) -> Vec<(String, &Function)> {
+        fn named<'f>(pairs: &[(&str, &'f Function)]) -> Vec<(String, &'f Function)> {
+            pairs.iter().map(|(n, f)| (n.to_string(), *f)).collect()
+        }
         match self {
-            Prim::CustomJvpCall { fun, jvp } => vec![fun, jvp],
-            Prim::CustomVjpCall { fun, fwd, bwd } => vec![fun, fwd, bwd],
-            Prim::Scan { body, .. } | Prim::Call { body } | Prim::Checkpoint { body } => vec![body],
-            Prim::WhileLoop { cond, body, .. } => vec![cond, body],
-            Prim::Cond { branches } => branches.iter().collect(),
+            Prim::CustomJvpCall { fun, jvp } => named(&[("fun", fun), ("jvp", jvp)]),
+            Prim::CustomVjpCall { fun, fwd, bwd } => named(&[("fun", fun), ("fwd", fwd), ("bwd", bwd)]),
+            Prim::Scan { body, .. } | Prim::Call { body } | Prim::Checkpoint { body } => {
+                named(&[("body", body)])
+            }
+            Prim::WhileLoop { cond, body, .. } => named(&[("cond", cond), ("body", body)]),
+            Prim::Cond { branches } => {
+                branches.iter().enumerate().map(|(i, b)| (format!("branch {i}"), b)).collect()
+            }
             Prim::Unary(_)
             | Prim::Binary(_)
             | Prim::Compare(_)
@@ -664,5 +677,53 @@ impl Prim {
             | Prim::Threefry2x32
             | Prim::StopGradient => vec![],
         }
+    }
+
+    /// The sub-functions, mutably, in the order of [`Prim::subfunctions`] — for passes that rewrite
+    /// every sub-function (canonicalization, dead-code elimination).
+    pub fn subfunctions_mut(&mut self) -> Vec<&mut Function> {
+        match self {
+            Prim::CustomJvpCall { fun, jvp } => vec![fun, jvp],
+            Prim::CustomVjpCall { fun, fwd, bwd } => vec![fun, fwd, bwd],
+            Prim::Scan { body, .. } | Prim::Call { body } | Prim::Checkpoint { body } => vec![body],
+            Prim::WhileLoop { cond, body, .. } => vec![cond, body],
+            Prim::Cond { branches } => branches.iter_mut().collect(),
+            Prim::Unary(_)
+            | Prim::Binary(_)
+            | Prim::Compare(_)
+            | Prim::Select
+            | Prim::Clamp
+            | Prim::ConvertElementType { .. }
+            | Prim::BitcastConvertType { .. }
+            | Prim::Iota { .. }
+            | Prim::BroadcastInDim { .. }
+            | Prim::Reshape { .. }
+            | Prim::Transpose { .. }
+            | Prim::Rev { .. }
+            | Prim::Slice { .. }
+            | Prim::DynamicSlice { .. }
+            | Prim::DynamicUpdateSlice
+            | Prim::Concatenate { .. }
+            | Prim::Pad { .. }
+            | Prim::Reduce { .. }
+            | Prim::ArgReduce { .. }
+            | Prim::Cumulative { .. }
+            | Prim::Sort { .. }
+            | Prim::DotGeneral { .. }
+            | Prim::Gather { .. }
+            | Prim::Scatter { .. }
+            | Prim::SegmentSum { .. }
+            | Prim::Threefry2x32
+            | Prim::StopGradient => vec![],
+        }
+    }
+
+    /// A copy with every sub-function replaced by `f` of it.
+    pub fn map_subfunctions(&self, mut f: impl FnMut(&Function) -> Function) -> Prim {
+        let mut p = self.clone();
+        for sub in p.subfunctions_mut() {
+            *sub = f(sub);
+        }
+        p
     }
 }

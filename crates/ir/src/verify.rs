@@ -35,7 +35,7 @@
 //! the owning equation and the sub-function's role (`body`, `cond`, `branch 1`, `fun`, `jvp`, `fwd`,
 //! `bwd`), joined by ` > `.
 
-use crate::{Function, Prim, TensorType, Var};
+use crate::{Function, TensorType, Var};
 use std::fmt;
 
 /// One broken invariant, with its location.
@@ -101,50 +101,6 @@ fn eqn_location(f: &Function, i: usize) -> String {
     match &eqn.loc {
         Some(loc) => format!("eqn {i} ({}) at {loc}", eqn.prim.name()),
         None => format!("eqn {i} ({})", eqn.prim.name()),
-    }
-}
-
-/// The sub-functions of `prim` with the role names used in locations. The same functions in the same
-/// order as [`Prim::subfunctions`], which has no names.
-fn named_subfunctions(prim: &Prim) -> Vec<(String, &Function)> {
-    fn named<'f>(pairs: &[(&str, &'f Function)]) -> Vec<(String, &'f Function)> {
-        pairs.iter().map(|(n, f)| (n.to_string(), *f)).collect()
-    }
-    match prim {
-        Prim::CustomJvpCall { fun, jvp } => named(&[("fun", fun), ("jvp", jvp)]),
-        Prim::CustomVjpCall { fun, fwd, bwd } => named(&[("fun", fun), ("fwd", fwd), ("bwd", bwd)]),
-        Prim::Scan { body, .. } | Prim::Call { body } | Prim::Checkpoint { body } => named(&[("body", body)]),
-        Prim::WhileLoop { cond, body, .. } => named(&[("cond", cond), ("body", body)]),
-        Prim::Cond { branches } => {
-            branches.iter().enumerate().map(|(i, b)| (format!("branch {i}"), b)).collect()
-        }
-        Prim::Unary(_)
-        | Prim::Binary(_)
-        | Prim::Compare(_)
-        | Prim::Select
-        | Prim::Clamp
-        | Prim::ConvertElementType { .. }
-        | Prim::BitcastConvertType { .. }
-        | Prim::Iota { .. }
-        | Prim::BroadcastInDim { .. }
-        | Prim::Reshape { .. }
-        | Prim::Transpose { .. }
-        | Prim::Rev { .. }
-        | Prim::Slice { .. }
-        | Prim::DynamicSlice { .. }
-        | Prim::DynamicUpdateSlice
-        | Prim::Concatenate { .. }
-        | Prim::Pad { .. }
-        | Prim::Reduce { .. }
-        | Prim::ArgReduce { .. }
-        | Prim::Cumulative { .. }
-        | Prim::Sort { .. }
-        | Prim::DotGeneral { .. }
-        | Prim::Gather { .. }
-        | Prim::Scatter { .. }
-        | Prim::SegmentSum { .. }
-        | Prim::Threefry2x32
-        | Prim::StopGradient => vec![],
     }
 }
 
@@ -273,7 +229,7 @@ impl<'a> Checker<'a> {
         }
 
         let mut subs_ok = true;
-        for (role, sub) in named_subfunctions(&eqn.prim) {
+        for (role, sub) in eqn.prim.named_subfunctions() {
             let before = self.errors.len();
             let prefix = format!("{}{location} > {role} > ", self.prefix);
             Checker::new(sub, prefix, self.errors).run();
@@ -324,9 +280,10 @@ impl<'a> Checker<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{BinaryOp, DType};
+    use crate::{BinaryOp, DType, Prim};
 
-    /// The role names cover exactly the functions `Prim::subfunctions` lists, in its order.
+    /// The named and the mutable listings of sub-functions (two exhaustive matches in prim.rs) agree:
+    /// the same functions in the same order.
     #[test]
     fn named_subfunctions_match_prim_subfunctions() {
         let mut a = Function::new();
@@ -355,13 +312,15 @@ mod tests {
             Prim::Checkpoint { body: Box::new(a.clone()) },
         ];
         for p in &prims {
-            let named: Vec<&Function> = named_subfunctions(p).into_iter().map(|(_, f)| f).collect();
-            let plain = p.subfunctions();
-            assert_eq!(named.len(), plain.len(), "{}", p.name());
-            assert!(named.iter().zip(&plain).all(|(x, y)| std::ptr::eq(*x, *y)), "{}", p.name());
+            let mut q = p.clone();
+            let muts: Vec<*const Function> =
+                q.subfunctions_mut().into_iter().map(|f| f as *const Function).collect();
+            let named: Vec<*const Function> =
+                q.named_subfunctions().into_iter().map(|(_, f)| f as *const Function).collect();
+            assert_eq!(named, muts, "{}", p.name());
         }
         let roles: Vec<String> =
-            named_subfunctions(&prims[5]).into_iter().map(|(r, _)| r).collect::<Vec<_>>();
+            prims[5].named_subfunctions().into_iter().map(|(r, _)| r).collect::<Vec<_>>();
         assert_eq!(roles, ["branch 0", "branch 1", "branch 2"]);
     }
 }
