@@ -147,7 +147,10 @@ fn all_cases() -> Vec<Case> {
     cs.push(case(Prim::Reshape { new_sizes: Shape::new(&[3, 2]) }, vec![f23.clone()]));
     cs.push(case(Prim::Transpose { permutation: vec![1, 0] }, vec![f23.clone()]));
     cs.push(case(Prim::Rev { dimensions: vec![1] }, vec![f23.clone()]));
-    cs.push(case(Prim::Slice { start: vec![0, 1], limit: vec![2, 3], strides: vec![2, 1] }, vec![f23.clone()]));
+    cs.push(case(
+        Prim::Slice { start: vec![0, 1], limit: vec![2, 3], strides: vec![2, 1] },
+        vec![f23.clone()],
+    ));
     cs.push(case(Prim::DynamicSlice { slice_sizes: vec![1, 2] }, vec![f23.clone(), i0.clone(), i0.clone()]));
     cs.push(case(Prim::DynamicUpdateSlice, vec![f23.clone(), ty(F32, &[1, 2]), i0.clone(), i0.clone()]));
     cs.push(case(Prim::Concatenate { dimension: 1 }, vec![f23.clone(), ty(F32, &[2, 1])]));
@@ -196,7 +199,10 @@ fn all_cases() -> Vec<Case> {
     // Control flow.
     let sin = function(&[f3.clone()], |x| vec![x[0].sin()]);
     let sin_jvp = function(&[f3.clone(), f3.clone()], |x| vec![x[0].sin(), x[0].cos() * &x[1]]);
-    cs.push(case(Prim::CustomJvpCall { fun: Box::new(sin.clone()), jvp: Box::new(sin_jvp) }, vec![f3.clone()]));
+    cs.push(case(
+        Prim::CustomJvpCall { fun: Box::new(sin.clone()), jvp: Box::new(sin_jvp) },
+        vec![f3.clone()],
+    ));
     let fwd = function(&[f3.clone()], |x| vec![x[0].sin(), x[0].cos()]);
     let bwd = function(&[f3.clone(), f3.clone()], |x| vec![&x[0] * &x[1]]);
     cs.push(case(
@@ -216,7 +222,9 @@ fn all_cases() -> Vec<Case> {
     }
     // while (limit, step, i, v): i < limit: i += 1, v = v * step + 1.
     let cond = function(&[i0.clone(), i0.clone(), f3.clone()], |p| vec![p[1].lt(&p[0])]);
-    let wbody = function(&[ty(F32, &[]), i0.clone(), f3.clone()], |p| vec![&p[1] + &Tensor::scalar(1i32), &p[2] * &p[0] + 1.0]);
+    let wbody = function(&[ty(F32, &[]), i0.clone(), f3.clone()], |p| {
+        vec![&p[1] + &Tensor::scalar(1i32), &p[2] * &p[0] + 1.0]
+    });
     for max_iters in [None, Some(3)] {
         cs.push(Case {
             prim: Prim::WhileLoop {
@@ -265,8 +273,13 @@ impl Gen {
         let (lo, hi) = int_range;
         let span = (hi - lo + 1) as u64;
         match t.dtype {
-            DType::F32 => Tensor::from_vec(dims, (0..n).map(|_| FLOATS[(self.next() % 12) as usize]).collect()),
-            DType::F64 => Tensor::from_vec(dims, (0..n).map(|_| f64::from(FLOATS[(self.next() % 12) as usize])).collect()),
+            DType::F32 => {
+                Tensor::from_vec(dims, (0..n).map(|_| FLOATS[(self.next() % 12) as usize]).collect())
+            }
+            DType::F64 => Tensor::from_vec(
+                dims,
+                (0..n).map(|_| f64::from(FLOATS[(self.next() % 12) as usize])).collect(),
+            ),
             DType::I32 => Tensor::from_vec(dims, (0..n).map(|_| lo + (self.next() % span) as i32).collect()),
             DType::U32 => Tensor::from_vec(dims, (0..n).map(|_| (self.next() % 40) as u32).collect()),
             DType::Bool => Tensor::from_vec(dims, (0..n).map(|_| self.next() % 2 == 0).collect()),
@@ -308,7 +321,9 @@ fn close(a: &Tensor, b: &Tensor) -> bool {
         return false;
     }
     let (x, y) = (a.to_f64_vec(), b.to_f64_vec());
-    x.iter().zip(&y).all(|(p, q)| (p.is_nan() && q.is_nan()) || p == q || (p - q).abs() <= 1e-5 * q.abs().max(1.0))
+    x.iter()
+        .zip(&y)
+        .all(|(p, q)| (p.is_nan() && q.is_nan()) || p == q || (p - q).abs() <= 1e-5 * q.abs().max(1.0))
 }
 
 fn count_eqns(f: &Function) -> usize {
@@ -327,7 +342,8 @@ fn batched_ir(f: &Function, c: &Case, placement: &[Option<usize>], n: usize) -> 
         })
         .collect();
     let body = |xs: Vec<Tensor>| {
-        let args: Vec<Batched> = xs.into_iter().zip(placement).map(|(v, b)| Batched { value: v, bdim: *b }).collect();
+        let args: Vec<Batched> =
+            xs.into_iter().zip(placement).map(|(v, b)| Batched { value: v, bdim: *b }).collect();
         batch_replay(f, &args, n).iter().map(|o| o.at(0, n)).collect::<Vec<_>>()
     };
     kiln::trace(body, &ps).expect("batched IR traces and verifies").function
@@ -395,7 +411,10 @@ fn every_primitive_batches_like_a_loop_over_the_batch() {
 #[test]
 fn batching_keeps_unbatched_operands_unbroadcast_where_possible() {
     // gather with batched indices only: the operand is not broadcast (no broadcast_in_dim at all).
-    let c = case(Prim::Gather { axis: 1, batch_dims: 0, mode: IndexMode::Clip }, vec![ty(DType::F32, &[2, 3]), ty(DType::I32, &[2])]);
+    let c = case(
+        Prim::Gather { axis: 1, batch_dims: 0, mode: IndexMode::Clip },
+        vec![ty(DType::F32, &[2, 3]), ty(DType::I32, &[2])],
+    );
     let f = function(&c.operands, |xs| lax::bind(c.prim.clone(), &[&xs[0], &xs[1]]));
     let ir = batched_ir(&f, &c, &[None, Some(0)], 5);
     let prims: Vec<&str> = ir.eqns.iter().map(|e| e.prim.name()).collect();
