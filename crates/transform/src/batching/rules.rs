@@ -219,7 +219,7 @@ fn dot_general(
         Some(d) => shift_all(v, d),
         None => v.to_vec(),
     };
-    let (mut lc, mut rc) = (sh(contracting.0, l.bdim), sh(contracting.1, r.bdim));
+    let (lc, rc) = (sh(contracting.0, l.bdim), sh(contracting.1, r.bdim));
     let (mut lb, mut rb) = (sh(batch.0, l.bdim), sh(batch.1, r.bdim));
     let nb = batch.0.len();
     // Free dims of a (batched) operand before position `d`.
@@ -238,8 +238,6 @@ fn dot_general(
         }
         (None, None) => unreachable!("batch rule: some operand is batched"),
     };
-    lc.shrink_to_fit();
-    rc.shrink_to_fit();
     let out = lax::dot_general(&l.value, &r.value, (&lc, &rc), (&lb, &rb), pref);
     vec![Batched::new(out, out_bdim)]
 }
