@@ -20,6 +20,7 @@
 extern crate self as kiln;
 
 mod ad;
+mod vmap;
 
 pub use ad::{
     Args, grad, grad_argnums, hessian, jacfwd, jacrev, jvp, linearize, value_and_grad, value_and_grad_aux,
@@ -32,6 +33,7 @@ pub use kiln_trace::{
     nn, random, scan, scan_with, switch, trace, where_, while_loop, while_loop_bounded,
 };
 pub use kiln_transform as transform;
+pub use vmap::{AxisSpec, axis, unmapped, vmap, vmap_sized};
 
 /// The README's examples, run as doc-tests so they stay true.
 #[doc = include_str!("../README.md")]
@@ -41,6 +43,7 @@ pub struct ReadmeDoctests;
 /// Everything a user program needs: `use kiln::prelude::*;`.
 pub mod prelude {
     pub use crate::methods::{All, Axes};
+    pub use crate::{AxisSpec, vmap, vmap_sized};
     pub use crate::{
         DType, Error, ScanOptions, Tensor, Traced, Tree, cond, scan, scan_with, switch, trace, where_,
         while_loop, while_loop_bounded,

@@ -9,10 +9,13 @@
 //! * [`ad`]: forward mode ([`ad::jvp_replay`], one JVP rule per primitive in `ad/jvp_rules.rs`) and
 //!   reverse mode ([`ad::vjp_replay`], one direct VJP rule per primitive in `ad/vjp_rules.rs`), with the
 //!   control-flow rules (scan with checkpointing, while, cond, custom rules) in `ad/control.rs`.
+//! * [`batching`]: `vmap` ([`batching::batch_replay`], one batching rule per primitive in
+//!   `batching/rules.rs`, control flow in `batching/control.rs`).
 //! * [`dce`]: dead-code elimination.
 #![warn(missing_docs)]
 
 pub mod ad;
+pub mod batching;
 mod dce;
 mod replay;
 
