@@ -20,11 +20,13 @@
 extern crate self as kiln;
 
 mod ad;
+mod checkpoint_policy;
 
 pub use ad::{
     Args, grad, grad_argnums, hessian, jacfwd, jacrev, jvp, linearize, value_and_grad, value_and_grad_aux,
     vjp,
 };
+pub use checkpoint_policy::{Checkpoint, checkpoint_policy, with_checkpoint};
 pub use kiln_ir as ir;
 pub use kiln_ir::DType;
 pub use kiln_trace::{
