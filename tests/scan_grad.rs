@@ -312,3 +312,28 @@ fn second_order_through_scan() {
         assert_eq!(h.item::<f64>(), 72.0, "{policy:?}");
     }
 }
+
+#[test]
+fn hessian_through_scan() {
+    // c' = c·(1 + x) from c0 = 1: c_T = Π(1 + x_i). At xs = [1, 2, 3]: ∂²/∂x_i∂x_j = Π_{k ≠ i, j}(1 + x_k)
+    // off the diagonal (H01 = 4, H02 = 3, H12 = 2) and 0 on it.
+    let f = |xs: Tensor| scan(|c: Tensor, x: Tensor| (&c * &(&x + 1.0), ()), Tensor::scalar(1.0f64), xs).0;
+    let xs = f64s(&[3], vec![1.0, 2.0, 3.0]);
+    for policy in POLICIES {
+        let h = with_checkpoint(policy, || hessian(f)(xs.clone()));
+        assert_eq!(h.to_vec::<f64>(), vec![0.0, 4.0, 3.0, 4.0, 0.0, 2.0, 3.0, 2.0, 0.0], "{policy:?}");
+    }
+}
+
+#[test]
+fn integer_xs_get_no_cotangent() {
+    // c' = c + a·x with integer xs [1, 2, 3, 4] (an IR constant): c_T = c0 + 10a, d/da = 10, d/dc0 = 1.
+    let f = |(a, c0): (Tensor, Tensor)| {
+        let xs = Tensor::from_vec(&[4], vec![1i32, 2, 3, 4]);
+        scan(|c: Tensor, x: Tensor| (&c + &(&a * &x.astype(DType::F64)), ()), c0, xs).0
+    };
+    for policy in POLICIES {
+        let (ga, gc) = with_checkpoint(policy, || grad(f)((Tensor::scalar(0.5f64), Tensor::scalar(2.0f64))));
+        assert_eq!((ga.item::<f64>(), gc.item::<f64>()), (10.0, 1.0), "{policy:?}");
+    }
+}

@@ -35,11 +35,8 @@ thread_local! {
 /// Runs `f` with `policy` as the checkpoint policy of every `scan` differentiated in reverse mode
 /// while it runs (on this thread), then restores the previous policy (also if `f` panics).
 ///
-/// The policy is read when the reverse-mode transform runs, i.e. when `grad`/`vjp` is applied:
-///
-/// ```ignore
-/// let g = kiln::with_checkpoint(kiln::Checkpoint::StoreAll, || kiln::grad(f)(x));
-/// ```
+/// The policy is read when the reverse-mode transform runs, i.e. while `grad`/`vjp` is applied
+/// (`kiln::with_checkpoint(Checkpoint::StoreAll, || kiln::grad(f)(x))`), not when `f` is traced.
 ///
 /// # Panics
 /// For `Checkpoint::Every(0)`.
