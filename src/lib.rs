@@ -20,11 +20,13 @@
 extern crate self as kiln;
 
 mod ad;
+mod custom;
 
 pub use ad::{
     Args, grad, grad_argnums, hessian, jacfwd, jacrev, jvp, linearize, value_and_grad, value_and_grad_aux,
     vjp,
 };
+pub use custom::{checkpoint, custom_jvp, custom_vjp};
 pub use kiln_ir as ir;
 pub use kiln_ir::DType;
 pub use kiln_trace::{
@@ -45,6 +47,7 @@ pub mod prelude {
         DType, Error, ScanOptions, Tensor, Traced, Tree, cond, scan, scan_with, switch, trace, where_,
         while_loop, while_loop_bounded,
     };
+    pub use crate::{checkpoint, custom_jvp, custom_vjp};
     pub use crate::{
         grad, grad_argnums, hessian, jacfwd, jacrev, jvp, linearize, value_and_grad, value_and_grad_aux, vjp,
     };
