@@ -5,8 +5,8 @@
 //! finite `expected` value is required. "jit" in a case is a traced function evaluated by kiln.
 
 use kiln::ir::IndexMode;
+use kiln::nn;
 use kiln::prelude::*;
-use kiln::{lax, nn};
 
 fn t1(v: &[f32]) -> Tensor {
     Tensor::from_vec(&[v.len()], v.to_vec())

@@ -128,8 +128,8 @@ const SHAPES: [&[usize]; 4] = [&[], &[3], &[2, 3], &[2, 1, 2]];
 type Fun = Rc<dyn Fn(&[Tensor]) -> Vec<Tensor>>;
 
 enum Check {
-    /// JVP (and VJP, if `vjp`) against finite differences.
-    Fd { vjp: bool },
+    /// JVP (if `jvp`) and VJP (if `vjp`) against finite differences.
+    Fd { jvp: bool, vjp: bool },
     /// Tangents and cotangents are symbolic zeros or all zero.
     Zero,
 }
@@ -163,7 +163,7 @@ fn fd_fn(name: &str, f: Fun, inputs: Vec<Tensor>) -> Row {
         name: format!("{name} on ({})", shapes.join(", ")),
         f,
         inputs,
-        check: Check::Fd { vjp: true },
+        check: Check::Fd { jvp: true, vjp: true },
         tol: 1e-6,
         h: 1e-6,
     }
@@ -613,7 +613,7 @@ fn rows(p: &Prim, rng: &mut Rng) -> Vec<Row> {
                 ),
                 fd(
                     dot(&[0, 2], &[2, 0], &[], &[]),
-                    vec![rand(rng, Dom::Any, &[2, 3, 2]), rand(rng, Dom::Any, &[2, 1, 3])],
+                    vec![rand(rng, Dom::Any, &[2, 3, 4]), rand(rng, Dom::Any, &[4, 1, 2])],
                 ),
                 fd(dot(&[], &[], &[], &[]), vec![rand(rng, Dom::Any, &[]), rand(rng, Dom::Any, &[2])]),
             ]
@@ -681,7 +681,10 @@ fn rows(p: &Prim, rng: &mut Rng) -> Vec<Row> {
             let bwd_types: [(DType, &[usize]); 4] = [xy[0], xy[0], xy[0], xy[0]];
             let bwd = closed(&bwd_types, |a| vec![&(&a[3] * &a[0]) * &a[2], &a[3] * &a[1]]);
             let p = Prim::CustomVjpCall { fun: Box::new(fun), fwd: Box::new(fwd), bwd: Box::new(bwd) };
-            vec![fd(p, vec![rand(rng, Dom::Any, &[3]), rand(rng, Dom::Any, &[3])])]
+            // Reverse mode only: forward mode of a custom_vjp function is an error (as in JAX).
+            let mut r = fd(p, vec![rand(rng, Dom::Any, &[3]), rand(rng, Dom::Any, &[3])]);
+            r.check = Check::Fd { jvp: false, vjp: true };
+            vec![r]
         }
         Prim::Scan { .. } => {
             let mut rows = Vec::new();
@@ -756,7 +759,7 @@ fn rows(p: &Prim, rng: &mut Rng) -> Vec<Row> {
                 f,
                 vec![rand(rng, Dom::Any, &[2]), rand(rng, Dom::Any, &[2])],
             );
-            r.check = Check::Fd { vjp: false };
+            r.check = Check::Fd { jvp: true, vjp: false };
             rows.push(r);
             rows
         }
@@ -766,9 +769,10 @@ fn rows(p: &Prim, rng: &mut Rng) -> Vec<Row> {
             for index in [0, 1, -4, 5] {
                 let f: Fun = Rc::new(|a: &[Tensor]| {
                     let w = a[2].clone();
-                    let b0: kiln::Branch<'_, (Tensor, Tensor), Tensor> = Box::new(|(x, y)| &x.sin() * &y);
+                    let b0: kiln::Branch<'_, (Tensor, Tensor), Tensor> =
+                        Box::new(|(x, y): (Tensor, Tensor)| &x.sin() * &y);
                     let b1: kiln::Branch<'_, (Tensor, Tensor), Tensor> =
-                        Box::new(move |(x, y)| &(&x * &w) - &y.cos());
+                        Box::new(move |(x, y): (Tensor, Tensor)| &(&x * &w) - &y.cos());
                     vec![kiln::switch(&a[0], vec![b0, b1], (a[1].clone(), a[3].clone()))]
                 });
                 let ins = vec![
@@ -941,28 +945,38 @@ fn assert_same_values(what: &str, got: &[Tensor], want: &[Tensor]) {
     }
 }
 
-fn check_fd(row: &Row, vjp: bool, rng: &mut Rng) {
+fn check_fd(row: &Row, jvp: bool, vjp: bool, rng: &mut Rng) {
     let outs0 = (row.f)(&row.inputs);
     let jac = fd_jacobian(row, &outs0);
     let f = row.f.clone();
     for _ in 0..2 {
         // JVP: J·t.
         let ts: Vec<Tensor> = row.inputs.iter().map(|x| direction(rng, x)).collect();
-        let g = f.clone();
-        let (outs, touts) = kiln::jvp(move |a: Vec<Tensor>| g(&a), row.inputs.clone(), ts.clone());
-        assert_same_values("jvp primal outputs", &outs, &outs0);
-        let n_out: usize = outs0.iter().filter(|o| is_float(o)).map(|o| o.size()).sum();
-        let mut want = vec![0.0; n_out];
-        for ((k, j), col) in &jac {
-            let tj = values(&ts[*k])[*j];
-            want.iter_mut().zip(col).for_each(|(w, c)| *w += c * tj);
-        }
-        assert_all_close("jvp tangent", &float_out_values(&touts, &outs0), &want, row.tol);
-        for (t, o) in touts.iter().zip(&outs0) {
-            assert_eq!(t.ty(), o.ty(), "tangent type");
-            if !is_float(o) {
-                assert!(values(t).iter().all(|&v| v == 0.0), "tangent of an integer output");
+        if jvp {
+            let g = f.clone();
+            let (outs, touts) = kiln::jvp(move |a: Vec<Tensor>| g(&a), row.inputs.clone(), ts.clone());
+            assert_same_values("jvp primal outputs", &outs, &outs0);
+            let n_out: usize = outs0.iter().filter(|o| is_float(o)).map(|o| o.size()).sum();
+            let mut want = vec![0.0; n_out];
+            for ((k, j), col) in &jac {
+                let tj = values(&ts[*k])[*j];
+                want.iter_mut().zip(col).for_each(|(w, c)| *w += c * tj);
             }
+            assert_all_close("jvp tangent", &float_out_values(&touts, &outs0), &want, row.tol);
+            for (t, o) in touts.iter().zip(&outs0) {
+                assert_eq!(t.ty(), o.ty(), "tangent type");
+                if !is_float(o) {
+                    assert!(values(t).iter().all(|&v| v == 0.0), "tangent of an integer output");
+                }
+            }
+        } else {
+            // Forward mode is refused (custom_vjp, as JAX): an error recorded in the enclosing trace.
+            let g = f.clone();
+            let r = kiln::trace(
+                move |a: Vec<Tensor>| kiln::jvp(move |b: Vec<Tensor>| g(&b), a, ts).1,
+                &row.inputs,
+            );
+            assert!(r.is_err(), "forward mode should be refused");
         }
         if !vjp {
             continue;
@@ -1022,6 +1036,14 @@ fn panic_message(e: &(dyn std::any::Any + Send)) -> String {
 
 #[test]
 fn every_primitive_jvp_and_vjp_match_finite_differences() {
+    // Failing rows are caught and listed at the end; keep their panics (and backtraces) quiet here.
+    let this = std::thread::current().id();
+    let prev = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if std::thread::current().id() != this {
+            prev(info)
+        }
+    }));
     let mut failures = Vec::new();
     let mut n_rows = 0;
     for p in all_prims() {
@@ -1039,7 +1061,7 @@ fn every_primitive_jvp_and_vjp_match_finite_differences() {
             for row in rows {
                 n_rows += 1;
                 let res = catch_unwind(AssertUnwindSafe(|| match row.check {
-                    Check::Fd { vjp } => check_fd(&row, vjp, &mut rng),
+                    Check::Fd { jvp, vjp } => check_fd(&row, jvp, vjp, &mut rng),
                     Check::Zero => check_zero(&row, &mut rng),
                 }));
                 if let Err(e) = res {
@@ -1048,6 +1070,7 @@ fn every_primitive_jvp_and_vjp_match_finite_differences() {
             }
         }
     }
+    drop(std::panic::take_hook()); // back to the default hook
     if !failures.is_empty() {
         failures.dedup_by(|a, b| a.split(" seed").next() == b.split(" seed").next());
         panic!("{} of {n_rows} rows failed:\n{}", failures.len(), failures.join("\n"));
