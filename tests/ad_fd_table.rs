@@ -153,7 +153,8 @@ fn bind_fun(p: Prim) -> Fun {
 }
 
 fn fd(p: Prim, inputs: Vec<Tensor>) -> Row {
-    let name = format!("{p:?}");
+    // Sub-functions would make the name unreadable: the primitive's name is enough there.
+    let name = if p.subfunctions().is_empty() { format!("{p:?}") } else { p.name().to_string() };
     fd_fn(&name, bind_fun(p), inputs)
 }
 
