@@ -13,15 +13,18 @@ use kiln_transform::ad::{jvp_replay, vjp_replay};
 use std::ops::Range;
 
 /// A traced user function, flattened: parameters are the argument leaves, then captured tracers.
-struct Flat<R> {
-    function: Function,
-    captured: Vec<Tensor>,
-    output: R,
+pub(crate) struct Flat<R> {
+    /// The traced function: parameters are the argument leaves, then the captured tracers.
+    pub(crate) function: Function,
+    /// Tracers of enclosing traces that `function` uses (its trailing parameters).
+    pub(crate) captured: Vec<Tensor>,
+    /// The output structure with placeholder leaves.
+    pub(crate) output: R,
 }
 
 /// Traces `f` on placeholders shaped like `args`; `None` after reporting the error.
 #[track_caller]
-fn flatten<A: Tree, R: Tree>(f: impl FnOnce(A) -> R, args: &A) -> Option<Flat<R>> {
+pub(crate) fn flatten<A: Tree, R: Tree>(f: impl FnOnce(A) -> R, args: &A) -> Option<Flat<R>> {
     let shapes = args.map(|t| {
         let ty = t.ty();
         Tensor::placeholder(ty.dtype, ty.shape.dims())

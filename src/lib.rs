@@ -21,6 +21,7 @@ extern crate self as kiln;
 
 mod ad;
 mod checkpoint_policy;
+mod custom;
 mod vmap;
 
 pub use ad::{
@@ -28,6 +29,7 @@ pub use ad::{
     vjp,
 };
 pub use checkpoint_policy::{Checkpoint, checkpoint_policy, with_checkpoint};
+pub use custom::{checkpoint, custom_jvp, custom_vjp};
 pub use kiln_ir as ir;
 pub use kiln_ir::DType;
 pub use kiln_trace::{
@@ -51,6 +53,7 @@ pub mod prelude {
         DType, Error, ScanOptions, Tensor, Traced, Tree, cond, scan, scan_with, switch, trace, where_,
         while_loop, while_loop_bounded,
     };
+    pub use crate::{checkpoint, custom_jvp, custom_vjp};
     pub use crate::{
         grad, grad_argnums, hessian, jacfwd, jacrev, jvp, linearize, value_and_grad, value_and_grad_aux, vjp,
     };

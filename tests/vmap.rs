@@ -231,7 +231,6 @@ fn mlp_loss((w1, w2, x, y): (Tensor, Tensor, Tensor, Tensor)) -> Tensor {
 }
 
 #[test]
-#[ignore = "needs the AD rules (branches ad-jvp/ad-vjp); un-ignore after they merge"]
 fn per_example_gradients_of_an_mlp_by_vmap_of_grad() {
     let w1 = Tensor::from_vec(&[3, 4], (0..12).map(|i| (i as f32 - 5.0) * 0.1).collect());
     let w2 = Tensor::from_vec(&[4, 2], (0..8).map(|i| (i as f32 - 3.0) * 0.2).collect());
@@ -252,7 +251,6 @@ fn per_example_gradients_of_an_mlp_by_vmap_of_grad() {
 }
 
 #[test]
-#[ignore = "needs the AD rules (branches ad-jvp/ad-vjp); un-ignore after they merge"]
 fn grad_of_a_sum_of_vmapped_outputs() {
     // d/dx Σ_b sin(x_b) = cos(x_b).
     let f = |x: Tensor| vmap(|x: Tensor| x.sin(), 0, 0)(x).sum(All);

@@ -58,6 +58,10 @@ pub fn log_softmax(x: &Tensor, axes: impl Axes) -> Tensor {
 /// `jax.nn.logsumexp(x, axis)` (= `jax.scipy.special.logsumexp`): `m + log Σ exp(x - m)` over `axes`
 /// (removed), `m` the max replaced by 0 where it is `±inf`, so an all `-inf` lane gives `-inf` (not
 /// NaN) and a `+inf` entry gives `+inf`. An empty lane gives `-inf`.
+///
+/// An all `-inf` lane has gradient 0 (the function is constant there; JAX gives NaN, jax-ml/jax#6811):
+/// the sum `s` is 0 in such a lane, so the log is taken of `where(s != 0, s, 1)` and the lane's value
+/// selected as `-inf` — no infinite `log'(0)` meets the zero `exp(-inf)` in either mode.
 #[track_caller]
 pub fn logsumexp(x: &Tensor, axes: impl Axes) -> Tensor {
     let axes = check!(float_axes(x, &axes), "logsumexp", &[x]);
@@ -66,16 +70,25 @@ pub fn logsumexp(x: &Tensor, axes: impl Axes) -> Tensor {
     let shape = x.shape();
     let reduced: Vec<usize> =
         shape.dims().iter().enumerate().filter(|(i, _)| !axes.contains(i)).map(|(_, &d)| d).collect();
-    &s.log() + &lax::reshape(&m, &reduced)
+    // `s != 0` is true for NaN, so a NaN entry still gives NaN.
+    let nonzero = s.ne(&s.zeros_like());
+    let lse = &where_(&nonzero, &s, &s.ones_like()).log() + &lax::reshape(&m, &reduced);
+    where_(&nonzero, &lse, &s.full_like(f64::NEG_INFINITY))
 }
 
 /// `jax.nn.softplus(x) = log(1 + e^x)`, computed as `max(x, 0) + log1p(exp(-|x|))` so it neither
 /// overflows for large `x` (`softplus(100) = 100`) nor loses small values (`softplus(-100) ≈
 /// 3.72e-44` in f32).
+///
+/// `max(x, 0)` and `|x|` are written as selects on `x > 0` so that the derivative is `sigmoid(x)`
+/// everywhere, 1/2 at 0 as JAX's (`maximum`'s tie split plus `abs'(0) = 1` would give 0 there).
 #[track_caller]
 pub fn softplus(x: &Tensor) -> Tensor {
     check!(check_float(x), "softplus", &[x]);
-    &x.maximum(&x.zeros_like()) + &(-x.abs()).exp().log1p()
+    let zero = x.zeros_like();
+    let positive = x.gt(&zero);
+    let abs = where_(&positive, x, &-x);
+    &where_(&positive, x, &zero) + &(-abs).exp().log1p()
 }
 
 /// `jax.nn.sigmoid(x) = 1 / (1 + e^-x)` (the `logistic` primitive).

@@ -169,7 +169,8 @@ pub(crate) fn instantiate(t: Option<Tensor>, ty: &TensorType) -> Tensor {
 /// unselected `where` branch must not turn into NaN (see the module docs).
 pub(crate) fn safe_mul(ct: &Tensor, d: &Tensor) -> Tensor {
     let zero = Tensor::scalar_like(0.0, ct.dtype());
-    kiln_trace::where_(&ct.eq(&zero), &zero, &(ct * d))
+    let masked = ct.eq(&zero).logical_and(&d.isfinite().logical_not());
+    ct * &kiln_trace::where_(&masked, &zero, d)
 }
 
 /// The JVP of a closed function as a function: parameters `primals ++ tangents` (a tangent parameter
