@@ -18,7 +18,10 @@
 //!   only strictly inside `(lo, hi)`, `lo`'s where `lo > x` (and `lo < hi`), `hi`'s where `hi < x`;
 //!   `pow(x, y)`: `∂/∂x = 0` where `y = 0` (JAX gives NaN at `x = 0`), `∂/∂y = 0` where `x = 0` or
 //!   the result is 0;
-//! * `reduce_prod` and `cumprod` are exact with zero entries: no division by the operand.
+//! * `reduce_prod` and `cumprod` are exact with zero entries: no division by the operand;
+//! * index ops reuse the primal's indices, so clamping (`Clip`) and dropping (`FillOrDrop` scatter,
+//!   `segment_sum`) apply to tangents as to values; a `FillOrDrop` gather's fill (NaN) is a constant
+//!   with tangent 0 (JAX's `fill_value=0` for the tangent).
 
 use super::{add_opt, control, instantiate, safe_mul};
 use kiln_ir::{BinaryOp, CumulativeOp, DType, IndexMode, Prim, ReduceOp, ScatterOp, UnaryOp};
