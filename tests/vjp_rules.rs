@@ -130,9 +130,9 @@ fn rounding_and_sign_have_zero_gradient() {
 #[test]
 fn binary_family_matches_finite_differences() {
     let mut rng = Rng(2);
-    type Op = fn(&Tensor, &Tensor) -> Tensor;
-    // (name, op, range of a, range of b)
-    let ops: [(&str, Op, (f64, f64), (f64, f64)); 9] = [
+    /// (name, op, range of a, range of b)
+    type Case = (&'static str, fn(&Tensor, &Tensor) -> Tensor, (f64, f64), (f64, f64));
+    let ops: [Case; 9] = [
         ("add", |a, b| a + b, (-2.0, 2.0), (-2.0, 2.0)),
         ("sub", |a, b| a - b, (-2.0, 2.0), (-2.0, 2.0)),
         ("mul", |a, b| a * b, (-2.0, 2.0), (-2.0, 2.0)),
@@ -622,4 +622,26 @@ fn case_30_grad_reduce_max_with_nan() {
     // Nothing equals a NaN maximum: the split is 0/0, NaN everywhere (the expected value).
     let g = f32s(&grad1(|x: Tensor| x.max_all(), v32(&[f32::NAN, 1.0, 3.0, 2.0])));
     same(&g, &[f32::NAN; 4]);
+}
+
+#[test]
+fn grad_of_grad_runs_the_rules_on_tracers() {
+    // f(x) = Σ x³ + tanh(x): f'' = 6x - 2 tanh(x)(1 - tanh²(x)); grad(Σ f'(x)) = f''(x).
+    let f = |x: Tensor| (&x * &x * &x + x.tanh()).sum(All);
+    let xs = [0.3, -1.2, 2.0];
+    let g2 = grad1(|x: Tensor| kiln::grad(f)(x).sum(All), v64(&[3], &xs)).to_vec::<f64>();
+    for (g, x) in g2.iter().zip(xs) {
+        let t = x.tanh();
+        let want = 6.0 * x - 2.0 * t * (1.0 - t * t);
+        assert!((g - want).abs() < 1e-12, "{g} vs {want}");
+    }
+    // Second order through structural and indexing rules, against finite differences of the
+    // first-order gradient: h(x) = Σ w · grad(Σ cumprod(x)·sort(x)² + prod(x[idx]))(x).
+    let mut rng = Rng(10);
+    let idx = i32s(&[3, 0, 3, 9]);
+    let inner = move |x: Tensor| {
+        (x.cumprod(0, false) * x.sort(0).square()).sum(All) + x.take(&idx, 0).prod_all() + x.max_all()
+    };
+    let x = rng.tensor(&[4], 0.5, 1.5);
+    check("grad of grad", &mut rng, &[x], |v| kiln::grad(inner.clone())(v[0].clone()));
 }
