@@ -22,18 +22,17 @@ pub(crate) struct Flat<R> {
     pub(crate) output: R,
 }
 
-/// Traces `f` on placeholders shaped like `args`; `None` after reporting the error.
+/// Traces `f` on placeholders shaped like `args`. On error, reports it in the enclosing trace (or
+/// panics eagerly) and returns the output structure with placeholder leaves, so the caller can go on
+/// with placeholder results: the enclosing trace fails with the recorded error.
 #[track_caller]
-pub(crate) fn flatten<A: Tree, R: Tree>(f: impl FnOnce(A) -> R, args: &A) -> Option<Flat<R>> {
-    let shapes = args.map(|t| {
-        let ty = t.ty();
-        Tensor::placeholder(ty.dtype, ty.shape.dims())
-    });
-    match kiln_trace::trace(f, &shapes) {
-        Ok(t) => Some(Flat { function: t.function, captured: t.captured, output: t.output }),
-        Err(e) => {
+pub(crate) fn flatten<A: Tree, R: Tree>(f: impl FnOnce(A) -> R, args: &A) -> Result<Flat<R>, R> {
+    let shapes = placeholders_like(args);
+    match kiln_trace::trace_or_template(f, &shapes) {
+        Ok(t) => Ok(Flat { function: t.function, captured: t.captured, output: t.output }),
+        Err((e, template)) => {
             propagate_error(e);
-            None
+            Err(template)
         }
     }
 }
@@ -42,7 +41,7 @@ fn zeros(ty: &TensorType) -> Tensor {
     kiln_trace::lax::broadcast_in_dim(&Tensor::scalar_like(0.0, ty.dtype), ty.shape.dims(), &[])
 }
 
-fn placeholders_like<T: Tree>(t: &T) -> T {
+pub(crate) fn placeholders_like<T: Tree>(t: &T) -> T {
     t.map(|x| {
         let ty = x.ty();
         Tensor::placeholder(ty.dtype, ty.shape.dims())
@@ -148,8 +147,9 @@ fn value_and_grad_impl<A: Args, R: Tree>(
         }
     }
     let give_up = |out: &(Tensor, R)| (placeholders_like(out), placeholders_like(&args));
-    let Some(flat) = flatten(f, &args) else {
-        panic!("kiln: {op}: tracing the function failed (error reported)")
+    let flat = match flatten(f, &args) {
+        Ok(flat) => flat,
+        Err(out) => return give_up(&out),
     };
     let out_types = flat.function.output_types();
     let value_ty = &out_types[0];
@@ -222,8 +222,11 @@ pub fn value_and_grad_aux<A: Args, Aux: Tree>(
 /// cotangents. (The returned function replays the forward pass on each call.)
 #[track_caller]
 pub fn vjp<A: Tree, R: Tree>(f: impl FnOnce(A) -> R, primals: A) -> (R, impl Fn(R) -> A) {
-    let flat = flatten(f, &primals).expect("kiln: vjp: tracing the function failed (error reported)");
     let leaves = primals.leaves();
+    let flat = flatten(f, &primals).unwrap_or_else(|output| {
+        // The error is reported; go on with a function of no equations, whose results are unused.
+        Flat { function: kiln_ir::Function::new(), captured: vec![], output }
+    });
     let all: Vec<Tensor> = leaves.iter().chain(&flat.captured).cloned().collect();
     let (outs, _) = kiln_transform::ad::jvp_replay(&flat.function, &all, &vec![None; all.len()]);
     let out = flat.output.rebuild(outs);
@@ -241,8 +244,9 @@ pub fn vjp<A: Tree, R: Tree>(f: impl FnOnce(A) -> R, primals: A) -> (R, impl Fn(
 /// `jax.jvp`: `(f(primals), J·tangents)`; tangents have the primals' structure and types.
 #[track_caller]
 pub fn jvp<A: Tree, R: Tree>(f: impl FnOnce(A) -> R, primals: A, tangents: A) -> (R, R) {
-    let Some(flat) = flatten(f, &primals) else {
-        panic!("kiln: jvp: tracing the function failed (error reported)")
+    let flat = match flatten(f, &primals) {
+        Ok(flat) => flat,
+        Err(out) => return (placeholders_like(&out), out),
     };
     let mut all = primals.leaves();
     let mut ts: Vec<Option<Tensor>> = tangents.leaves().into_iter().map(Some).collect();

@@ -27,10 +27,11 @@ fn copy<T: Tree>(t: &T) -> T {
     t.map(Tensor::clone)
 }
 
-/// Traces `f` like `args`; an error has been reported (recorded in the enclosing trace) when it fails.
+/// Traces `f` like `args`. On error (already reported in the enclosing trace) returns the output
+/// structure with placeholder leaves.
 #[track_caller]
-fn traced<A: Tree, R: Tree>(op: &str, f: impl FnOnce(A) -> R, args: &A) -> Flat<R> {
-    flatten(f, args).unwrap_or_else(|| panic!("kiln: {op}: tracing the function failed (error reported)"))
+fn traced<A: Tree, R: Tree>(f: impl FnOnce(A) -> R, args: &A) -> Result<Flat<R>, R> {
+    flatten(f, args)
 }
 
 /// Binds `prim` to `operands` and rebuilds the output tree.
@@ -70,7 +71,10 @@ fn wrap(f: &Function, param_types: &[TensorType], pick: &[usize], extra: &[usize
 #[track_caller]
 pub fn checkpoint<A: Tree, R: Tree>(f: impl Fn(A) -> R) -> impl Fn(A) -> R {
     move |args: A| {
-        let flat = traced("checkpoint", &f, &args);
+        let flat = match traced(&f, &args) {
+            Ok(flat) => flat,
+            Err(placeholder) => return placeholder,
+        };
         let operands: Vec<Tensor> = args.leaves().into_iter().chain(flat.captured).collect();
         bind_tree(Prim::Checkpoint { body: Box::new(dce(&flat.function)) }, &operands, &flat.output)
     }
@@ -96,8 +100,13 @@ pub fn checkpoint<A: Tree, R: Tree>(f: impl Fn(A) -> R) -> impl Fn(A) -> R {
 pub fn custom_jvp<A: Tree, R: Tree>(f: impl Fn(A) -> R, jvp: impl Fn(A, A) -> (R, R)) -> impl Fn(A) -> R {
     move |args: A| {
         let leaves = args.leaves();
-        let fun = traced("custom_jvp", &f, &args);
-        let rule = traced("custom_jvp", |(p, t): (A, A)| jvp(p, t), &(copy(&args), copy(&args)));
+        let fun = match traced(&f, &args) {
+            Ok(fun) => fun,
+            Err(placeholder) => return placeholder,
+        };
+        let Ok(rule) = traced(|(p, t): (A, A)| jvp(p, t), &(copy(&args), copy(&args))) else {
+            return call_plain(leaves, fun);
+        };
         let out_types = fun.function.output_types();
         let want: Vec<TensorType> = out_types.iter().chain(&out_types).cloned().collect();
         let got = rule.function.output_types();
@@ -153,10 +162,15 @@ pub fn custom_vjp<A: Tree, R: Tree, Res: Tree>(
     move |args: A| {
         let leaves = args.leaves();
         let refs: Vec<&Tensor> = leaves.iter().collect();
-        let fun = traced("custom_vjp", &f, &args);
+        let fun = match traced(&f, &args) {
+            Ok(fun) => fun,
+            Err(placeholder) => return placeholder,
+        };
         let out_types = fun.function.output_types();
         let n_out = out_types.len();
-        let fw = traced("custom_vjp", &fwd, &args);
+        let Ok(fw) = traced(&fwd, &args) else {
+            return call_plain(leaves, fun);
+        };
         let fw_types = fw.function.output_types();
         let (fw_out, res_template) = fw.output;
         if fw_out.structure() != fun.output.structure() || fw_types[..n_out] != out_types[..] {
@@ -170,7 +184,9 @@ pub fn custom_vjp<A: Tree, R: Tree, Res: Tree>(
             report_error("custom_vjp", &refs, msg);
             return call_plain(leaves, fun);
         }
-        let bw = traced("custom_vjp", |(r, c): (Res, R)| bwd(r, c), &(res_template, copy(&fun.output)));
+        let Ok(bw) = traced(|(r, c): (Res, R)| bwd(r, c), &(res_template, copy(&fun.output))) else {
+            return call_plain(leaves, fun);
+        };
         if bw.output.structure() != args.structure() || bw.function.output_types() != types(&leaves) {
             let msg = format!(
                 "bwd must return cotangents with the arguments' structure {} and types {:?}, but returns {} \

@@ -40,8 +40,8 @@
 //! of range, a spec that does not fit the arguments, no mapped argument without an `axis_size`, and
 //! `out_axes = None` for an output that depends on the batch.
 
-use crate::ad::Args;
-use kiln_trace::{Tensor, Tree, propagate_error, report_error};
+use crate::ad::{Args, flatten, placeholders_like};
+use kiln_trace::{Tensor, Tree, report_error};
 use kiln_transform::batching::{Batched, batch_replay};
 use std::ops::Range;
 
@@ -276,14 +276,15 @@ fn vmap_impl<A: Args, R: Tree>(
             );
         }
     }
-    let Some(flat) = flatten(f, &args.rebuild(elem)) else {
-        if let Some(msg) = error {
-            report_error("vmap", &refs, msg);
-        }
-        panic!("kiln: vmap: tracing the function failed (error reported)")
+    if let Some(msg) = &error {
+        // Report the axis error first: it is the cause of anything that fails below.
+        report_error("vmap", &refs, msg.clone());
+    }
+    let flat = match flatten(f, &args.rebuild(elem)) {
+        Ok(flat) => flat,
+        Err(placeholder) => return placeholder,
     };
-    if let Some(msg) = error {
-        report_error("vmap", &refs, msg);
+    if error.is_some() {
         return placeholders_like(&flat.output);
     }
     let n = size.expect("checked above");
@@ -321,30 +322,4 @@ fn vmap_impl<A: Args, R: Tree>(
         }
     }
     flat.output.rebuild(results)
-}
-
-/// A traced user function, flattened: parameters are the argument leaves, then captured tracers.
-struct Flat<R> {
-    function: kiln_ir::Function,
-    captured: Vec<Tensor>,
-    output: R,
-}
-
-/// Traces `f` on placeholders shaped like `args`; `None` after re-raising the error.
-#[track_caller]
-fn flatten<A: Tree, R: Tree>(f: impl FnOnce(A) -> R, args: &A) -> Option<Flat<R>> {
-    match kiln_trace::trace(f, args) {
-        Ok(t) => Some(Flat { function: t.function, captured: t.captured, output: t.output }),
-        Err(e) => {
-            propagate_error(e);
-            None
-        }
-    }
-}
-
-fn placeholders_like<T: Tree>(t: &T) -> T {
-    t.map(|x| {
-        let ty = x.ty();
-        Tensor::placeholder(ty.dtype, ty.shape.dims())
-    })
 }

@@ -170,11 +170,14 @@ fn one_zero_tangent_operand() {
 
 #[test]
 fn where_safe_zero_tangents() {
-    // A zero tangent times an infinite local derivative stays 0 (as reverse mode's safe_mul):
-    // sqrt(x·x)² at 0 has derivative 0 (ad-cases 01 by forward mode), log at 0 along 0 is 0.
-    let sq_via_norm = |x: Tensor| (&x * &x).sum(All).sqrt().square();
+    // Tangents follow IEEE: a zero tangent times an infinite local derivative is NaN, as in JAX
+    // (0 would be silently wrong for e.g. (x³)^(1/3) at 0, whose derivative is 1). `nn::norm`'s
+    // double where gives the squared norm the derivative 0 at 0 (ad-cases 01).
+    let bare = |x: Tensor| (&x * &x).sum(All).sqrt().square();
+    assert!(grad_by_jvp(bare, &[0.0, 0.0, 0.0]).iter().all(|g| g.is_nan()));
+    let sq_via_norm = |x: Tensor| kiln::nn::norm(&x, All).square();
     assert_eq!(grad_by_jvp(sq_via_norm, &[0.0, 0.0, 0.0]), vec![0.0, 0.0, 0.0]);
-    assert_eq!(jvp1(|x| x.log(), 0.0, 0.0), 0.0);
+    assert!(jvp1(|x| x.log(), 0.0, 0.0).is_nan());
     // Along a nonzero tangent the infinity is real: sqrt'(0) = +inf, log'(0)·(-1) = -inf.
     assert_eq!(jvp1(|x| x.sqrt(), 0.0, 1.0), f64::INFINITY);
     assert_eq!(jvp1(|x| x.log(), 0.0, -1.0), f64::NEG_INFINITY);

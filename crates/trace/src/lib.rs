@@ -29,5 +29,5 @@ pub use kiln_trace_derive::Tree;
 pub use numpy::{broadcast_shapes, where_};
 pub use operators::Scalar;
 pub use tensor::Tensor;
-pub use trace_fn::{Traced, trace};
+pub use trace_fn::{Traced, trace, trace_or_template};
 pub use tree::{Tree, next_leaf};

@@ -45,6 +45,16 @@ impl Drop for TraceGuard {
 /// # Ok::<(), kiln_trace::Error>(())
 /// ```
 pub fn trace<A: Tree, R: Tree>(f: impl FnOnce(A) -> R, args: &A) -> Result<Traced<R>> {
+    trace_or_template(f, args).map_err(|(e, _)| e)
+}
+
+/// [`trace`], but on error also returns the output structure (with placeholder leaves), so that a
+/// transform that traced a user function inside an enclosing trace can report the error there and go
+/// on with placeholder results instead of stopping.
+pub fn trace_or_template<A: Tree, R: Tree>(
+    f: impl FnOnce(A) -> R,
+    args: &A,
+) -> Result<Traced<R>, (Error, R)> {
     let id = context::push_trace();
     let mut guard = TraceGuard(Some(id));
     let params: Vec<Tensor> = args.leaves().iter().map(|l| context::new_param(id, l.ty())).collect();
@@ -53,16 +63,18 @@ pub fn trace<A: Tree, R: Tree>(f: impl FnOnce(A) -> R, args: &A) -> Result<Trace
     let out_vars: Vec<_> = out_leaves.iter().map(|t| context::var_in(id, t)).collect();
     guard.0 = None;
     let mut frame = context::pop_trace(id);
-    if let Some(err) = frame.error {
-        return Err(err);
-    }
-    frame.func.outputs = out_vars;
-    #[cfg(debug_assertions)]
-    kiln_ir::verify(&frame.func).map_err(Error::Verify)?;
     let output = out.map(|t| {
         let ty = t.ty();
         Tensor::placeholder(ty.dtype, ty.shape.dims())
     });
+    if let Some(err) = frame.error {
+        return Err((err, output));
+    }
+    frame.func.outputs = out_vars;
+    #[cfg(debug_assertions)]
+    if let Err(e) = kiln_ir::verify(&frame.func) {
+        return Err((Error::Verify(e), output));
+    }
     Ok(Traced { function: frame.func, captured: frame.captured, output })
 }
 

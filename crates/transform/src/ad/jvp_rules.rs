@@ -7,10 +7,8 @@
 //! Conventions (JAX's, except where noted):
 //! * primal outputs are always the primitive itself, bound on the primals, so forward mode never
 //!   changes values;
-//! * a tangent multiplied by a local derivative that can be infinite or NaN at a finite point
-//!   (`sqrt'(0)`, `log'(0)`, `pow`, `div`, `atan2`, `erf_inv`) goes through [`safe_mul`]/[`safe_div`]:
-//!   a zero tangent stays exactly zero, as the VJP rules do with cotangents (where safety), so
-//!   forward and reverse mode agree on e.g. `sqrt(x·x)²` at 0;
+//! * tangents are multiplied by local derivatives with plain IEEE arithmetic (`0 · ∞` is NaN, as in
+//!   JAX); `where` safety needs nothing here, since `select` passes on only the chosen arm's tangent;
 //! * non-differentiable points: `abs'(±0) = 1`; `max`/`min` ties and `reduce_max`/`reduce_min`/
 //!   `cummax`/`cummin` ties split the tangent equally between the tied operands (JAX's
 //!   `_balanced_eq` and `_reduce_chooser_jvp_rule`; for `cummax`, an equal split among the tied
@@ -23,7 +21,7 @@
 //!   `segment_sum`) apply to tangents as to values; a `FillOrDrop` gather's fill (NaN) is a constant
 //!   with tangent 0 (JAX's `fill_value=0` for the tangent).
 
-use super::{add_opt, control, instantiate, safe_mul};
+use super::{add_opt, control, instantiate};
 use kiln_ir::{BinaryOp, CumulativeOp, DType, IndexMode, Prim, ReduceOp, ScatterOp, UnaryOp};
 use kiln_trace::{Tensor, lax, where_};
 
@@ -186,12 +184,6 @@ fn c(v: f64, like: &Tensor) -> Tensor {
     Tensor::scalar_like(v, like.dtype())
 }
 
-/// `t / d`, but exactly 0 where `t` is 0 even if `d` is 0 (see the module docs).
-fn safe_div(t: &Tensor, d: &Tensor) -> Tensor {
-    let zero = c(0.0, t);
-    where_(&t.eq(&zero), &zero, &(t / d))
-}
-
 fn unary_tangent(op: UnaryOp, x: &Tensor, out: &Tensor, t: &Tensor) -> Option<Tensor> {
     Some(match op {
         UnaryOp::Neg => -t,
@@ -206,18 +198,18 @@ fn unary_tangent(op: UnaryOp, x: &Tensor, out: &Tensor, t: &Tensor) -> Option<Te
         | UnaryOp::Not => return None,
         UnaryOp::Exp => t * out,
         UnaryOp::Expm1 => t * (out + 1.0),
-        UnaryOp::Log => safe_div(t, x),
-        UnaryOp::Log1p => safe_div(t, &(x + 1.0)),
-        UnaryOp::Sqrt => safe_div(&(t * 0.5), out),
+        UnaryOp::Log => t / x,
+        UnaryOp::Log1p => t / &(x + 1.0),
+        UnaryOp::Sqrt => &(t * 0.5) / out,
         // d x^(-1/2) = -1/2 x^(-3/2) = -1/2 · out / x.
-        UnaryOp::Rsqrt => safe_mul(t, &((out / x) * -0.5)),
+        UnaryOp::Rsqrt => t * &((out / x) * -0.5),
         UnaryOp::Sin => t * x.cos(),
         UnaryOp::Cos => -(t * x.sin()),
         UnaryOp::Tanh => t * (1.0 - out * out),
         UnaryOp::Logistic => t * (out * (1.0 - out)),
         UnaryOp::Erf => t * ((-(x * x)).exp() * std::f64::consts::FRAC_2_SQRT_PI),
         // erf_inv'(x) = sqrt(pi)/2 · exp(out²) (infinite at ±1).
-        UnaryOp::ErfInv => safe_mul(t, &((out * out).exp() * (std::f64::consts::PI.sqrt() / 2.0))),
+        UnaryOp::ErfInv => t * &((out * out).exp() * (std::f64::consts::PI.sqrt() / 2.0)),
     })
 }
 
@@ -235,7 +227,7 @@ fn binary_tangent(
         BinaryOp::Sub => add_opt(tx.cloned(), ty.map(|t| -t)),
         BinaryOp::Mul => add_opt(tx.map(|t| t * y), ty.map(|t| x * t)),
         // d(x/y) = tx/y - ty·x/y² = tx/y - ty·out/y.
-        BinaryOp::Div => add_opt(tx.map(|t| safe_div(t, y)), ty.map(|t| safe_mul(t, &-(out / y)))),
+        BinaryOp::Div => add_opt(tx.map(|t| t / y), ty.map(|t| t * &-(out / y))),
         // rem(x, y) = x - y·trunc(x/y): d = tx - ty·trunc(x/y), trunc(q) = sign(q)·floor(|q|).
         BinaryOp::Rem => add_opt(
             tx.cloned(),
@@ -248,14 +240,14 @@ fn binary_tangent(
             // ∂/∂x = y·x^(y-1), but 0 where y = 0 (x^0 is constant; JAX gives NaN at x = 0, ad-cases 05).
             let dx = |t: &Tensor| {
                 let d = where_(&y.eq(&zero), &zero, &(y * x.pow(&(y - 1.0))));
-                safe_mul(t, &d)
+                t * &d
             };
             // ∂/∂y = log(x)·out, but 0 where x = 0 (d/dy 0^y = 0, ad-cases 05) or out = 0 (underflow,
             // x = inf with y < 0); the inner where keeps log's argument away from 0 for higher orders.
             let dy = |t: &Tensor| {
                 let flat = x.eq(&zero).logical_or(&out.eq(&zero));
                 let log_x = where_(&flat, &c(1.0, x), x).log();
-                safe_mul(t, &where_(&flat, &zero, &(log_x * out)))
+                t * &where_(&flat, &zero, &(log_x * out))
             };
             add_opt(tx.map(dx), ty.map(dy))
         }
@@ -272,7 +264,7 @@ fn binary_tangent(
         BinaryOp::Atan2 => {
             // atan2(x, y): d = (y·tx - x·ty) / (x² + y²).
             let r2 = x * x + y * y;
-            add_opt(tx.map(|t| safe_mul(t, &(y / &r2))), ty.map(|t| safe_mul(t, &-(x / &r2))))
+            add_opt(tx.map(|t| t * &(y / &r2)), ty.map(|t| t * &-(x / &r2)))
         }
         BinaryOp::And | BinaryOp::Or | BinaryOp::Xor | BinaryOp::ShiftLeft | BinaryOp::ShiftRightLogical => {
             None

@@ -15,9 +15,18 @@
 //! bool values never carry one. Rules skip work on zeros.
 //!
 //! **`where` safety.** In reverse mode a branch that `select` did not choose receives a cotangent of
-//! exactly zero; multiplying that zero by an infinite local derivative (`sqrt'(0)`, `log'(0)`) would
-//! give NaN, as in JAX. kiln's VJP rules multiply cotangents by local derivatives with [`safe_mul`],
-//! which yields 0 where the cotangent is 0, so the unselected branch contributes exactly 0.
+//! zero; multiplying that zero by an infinite local derivative (`sqrt'(0)`, `log'(0)`) gives NaN, and
+//! JAX returns that NaN for `grad(sum(where(x > 0, sqrt(x), 0)))` at 0. kiln's reverse mode tracks,
+//! next to each cotangent, a *branch mask*: `select` gives its arms the masks `pred` and `!pred`
+//! (and-ed with its own), elementwise primitives pass their output's mask to same-shaped inputs, and
+//! after each rule the driver replaces the cotangent by 0 outside the mask. Elements that no selected
+//! branch reaches therefore contribute exactly 0, while everything else keeps IEEE semantics: a
+//! genuine `0 · ∞` (a zero cotangent that is not a masked branch, e.g. `exp(cumsum(log x))` at a zero
+//! of `x`) is still NaN, as in JAX, rather than a silently wrong 0. A value used both inside and
+//! outside a `where` gets no mask (all of it is live). The mask does not pass through non-elementwise
+//! primitives (broadcasts, reductions, indexing); composites that need safety there use a double
+//! `where` (as `nn::norm` does). Forward mode needs no mask: `select` picks the tangent of the chosen
+//! arm.
 
 mod control;
 mod jvp_rules;
@@ -25,7 +34,7 @@ mod partition;
 mod scan;
 mod vjp_rules;
 
-use kiln_ir::{DType, Function, TensorType};
+use kiln_ir::{DType, Function, Prim, TensorType};
 use kiln_trace::{Tensor, at_location, lax};
 
 pub use scan::{Checkpoint, checkpoint_policy, with_checkpoint};
@@ -107,9 +116,11 @@ pub fn vjp_replay(
     }
     // Backward.
     let mut ct: Vec<Option<Tensor>> = vec![None; n];
+    let mut mask: Vec<Mask> = vec![Mask::Unset; n];
     for (v, c) in f.outputs.iter().zip(cts_out) {
-        if is_differentiable(f.dtype(*v)) {
+        if is_differentiable(f.dtype(*v)) && c.is_some() {
             accumulate(&mut ct[v.index()], c.clone());
+            mask[v.index()] = Mask::Live;
         }
     }
     for eqn in f.eqns.iter().rev() {
@@ -121,10 +132,27 @@ pub fn vjp_replay(
             eqn.inputs.iter().map(|v| p[v.index()].clone().expect("forward value")).collect();
         let outs: Vec<Tensor> =
             eqn.outputs.iter().map(|v| p[v.index()].clone().expect("forward value")).collect();
-        let cts_in = at_location(eqn.loc.as_ref(), || vjp_rules::vjp_rule(&eqn.prim, &ins, &outs, &cts));
-        for (v, c) in eqn.inputs.iter().zip(cts_in) {
-            if is_differentiable(f.dtype(*v)) {
+        let in_masks =
+            at_location(eqn.loc.as_ref(), || input_masks(&eqn.prim, &ins, &outs, &eqn.outputs, &mask));
+        let cts_in = at_location(eqn.loc.as_ref(), || {
+            let cts_in = vjp_rules::vjp_rule(&eqn.prim, &ins, &outs, &cts);
+            // Zero the cotangent outside the branch mask (where safety, see the module docs).
+            cts_in
+                .into_iter()
+                .zip(&in_masks)
+                .map(|(c, m)| match (c, m) {
+                    (Some(c), Some(m)) => {
+                        Some(kiln_trace::where_(m, &c, &Tensor::scalar_like(0.0, c.dtype())))
+                    }
+                    (c, _) => c,
+                })
+                .collect::<Vec<_>>()
+        });
+        for ((v, c), m) in eqn.inputs.iter().zip(cts_in).zip(in_masks) {
+            if is_differentiable(f.dtype(*v)) && c.is_some() {
                 accumulate(&mut ct[v.index()], c);
+                let merged = at_location(eqn.loc.as_ref(), || mask[v.index()].merge(m));
+                mask[v.index()] = merged;
             }
         }
     }
@@ -165,12 +193,88 @@ pub(crate) fn instantiate(t: Option<Tensor>, ty: &TensorType) -> Tensor {
     t.unwrap_or_else(|| zeros_of(ty))
 }
 
-/// `ct * d`, but exactly 0 where `ct` is 0 even if `d` is infinite or NaN — the cotangent of an
-/// unselected `where` branch must not turn into NaN (see the module docs).
-pub(crate) fn safe_mul(ct: &Tensor, d: &Tensor) -> Tensor {
-    let zero = Tensor::scalar_like(0.0, ct.dtype());
-    let masked = ct.eq(&zero).logical_and(&d.isfinite().logical_not());
-    ct * &kiln_trace::where_(&masked, &zero, d)
+/// The branch mask of a cotangent (see the module docs on `where` safety).
+#[derive(Clone)]
+enum Mask {
+    /// No cotangent has arrived yet.
+    Unset,
+    /// Every element may be live.
+    Live,
+    /// Only elements where this bool tensor is true are reached by a selected branch.
+    Where(Tensor),
+}
+
+impl Mask {
+    /// The mask of a sum of cotangents: an element is live if any contribution is.
+    fn merge(&self, contribution: Option<Tensor>) -> Mask {
+        match (self, contribution) {
+            (Mask::Unset, Some(m)) => Mask::Where(m),
+            (Mask::Where(a), Some(b)) => Mask::Where(a.logical_or(&b)),
+            (Mask::Unset | Mask::Live | Mask::Where(_), None) | (Mask::Live, Some(_)) => Mask::Live,
+        }
+    }
+
+    fn tensor(&self) -> Option<&Tensor> {
+        match self {
+            Mask::Where(m) => Some(m),
+            Mask::Unset | Mask::Live => None,
+        }
+    }
+}
+
+/// The branch mask passed to each input of an equation: `select`'s arms get `pred`/`!pred` (and-ed
+/// with the output's mask); elementwise primitives pass their output's mask to inputs of the same
+/// shape; every other primitive passes none.
+fn input_masks(
+    prim: &Prim,
+    ins: &[Tensor],
+    outs: &[Tensor],
+    out_vars: &[kiln_ir::Var],
+    mask: &[Mask],
+) -> Vec<Option<Tensor>> {
+    let out_mask = out_vars.first().and_then(|v| mask[v.index()].tensor());
+    let same_shape = |t: &Tensor| outs.first().is_some_and(|o| o.shape() == t.shape());
+    let pass_through = || ins.iter().map(|t| out_mask.filter(|_| same_shape(t)).cloned()).collect();
+    let and = |m: Tensor| match out_mask {
+        Some(o) => o.logical_and(&m),
+        None => m,
+    };
+    match prim {
+        Prim::Select => {
+            let pred = &ins[0];
+            vec![None, Some(and(pred.clone())), Some(and(pred.logical_not()))]
+        }
+        Prim::Unary(_) | Prim::Binary(_) | Prim::Clamp | Prim::ConvertElementType { .. } => pass_through(),
+        Prim::Compare(_)
+        | Prim::BitcastConvertType { .. }
+        | Prim::Iota { .. }
+        | Prim::BroadcastInDim { .. }
+        | Prim::Reshape { .. }
+        | Prim::Transpose { .. }
+        | Prim::Rev { .. }
+        | Prim::Slice { .. }
+        | Prim::DynamicSlice { .. }
+        | Prim::DynamicUpdateSlice
+        | Prim::Concatenate { .. }
+        | Prim::Pad { .. }
+        | Prim::Reduce { .. }
+        | Prim::ArgReduce { .. }
+        | Prim::Cumulative { .. }
+        | Prim::Sort { .. }
+        | Prim::DotGeneral { .. }
+        | Prim::Gather { .. }
+        | Prim::Scatter { .. }
+        | Prim::SegmentSum { .. }
+        | Prim::Threefry2x32
+        | Prim::StopGradient
+        | Prim::CustomJvpCall { .. }
+        | Prim::CustomVjpCall { .. }
+        | Prim::Scan { .. }
+        | Prim::WhileLoop { .. }
+        | Prim::Cond { .. }
+        | Prim::Call { .. }
+        | Prim::Checkpoint { .. } => vec![None; ins.len()],
+    }
 }
 
 /// The JVP of a closed function as a function: parameters `primals ++ tangents` (a tangent parameter

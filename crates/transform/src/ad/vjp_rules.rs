@@ -2,9 +2,10 @@
 //! outputs and the output cotangents.
 //!
 //! `cts[i]` is `None` for a symbolic zero; at least one is `Some` (the driver skips the equation
-//! otherwise). Rules return one cotangent per input, `None` for a zero or a non-float input, and
-//! multiply cotangents by local derivatives with `safe_mul` (see the `ad` module docs on `where`
-//! safety). Control flow lives in `control.rs`.
+//! otherwise). Rules return one cotangent per input, `None` for a zero or a non-float input. They
+//! multiply by local derivatives with plain IEEE arithmetic (0·∞ is NaN, as in JAX); the driver
+//! masks the cotangents of `where` branches that were not selected (see the `ad` module docs).
+//! Control flow lives in `control.rs`.
 //!
 //! Conventions at non-differentiable points (JAX's unless noted):
 //! * `abs'(±0) = 1`; `max`/`min` (binary and reductions) split the cotangent equally among ties;
@@ -21,7 +22,7 @@
 //! * Indexing backward passes use the forward's index semantics: a clamped (`Clip`) read scatters its
 //!   cotangent to the clamped position; a dropped/filled (`FillOrDrop`) one contributes nothing.
 
-use super::{control, safe_mul, zeros_like, zeros_of};
+use super::{control, zeros_like, zeros_of};
 use kiln_ir::{BinaryOp, CumulativeOp, DType, IndexMode, Prim, ReduceOp, ScatterOp, TensorType, UnaryOp};
 use kiln_trace::{Tensor, lax, where_};
 
@@ -176,13 +177,6 @@ fn scalar(v: f64, like: &Tensor) -> Tensor {
     Tensor::scalar_like(v, like.dtype())
 }
 
-/// `ct / d`, but exactly 0 where `ct` is 0 (the division form of `safe_mul`, without the rounding of
-/// a reciprocal).
-fn safe_div(ct: &Tensor, d: &Tensor) -> Tensor {
-    let zero = scalar(0.0, ct);
-    where_(&ct.eq(&zero), &zero, &(ct / d))
-}
-
 /// `reduce_sum` over `axes`, or `t` itself when there are none.
 fn sum(t: &Tensor, axes: &[usize]) -> Tensor {
     if axes.is_empty() { t.clone() } else { lax::reduce(ReduceOp::Sum, t, axes) }
@@ -218,19 +212,19 @@ fn unary(op: UnaryOp, x: &Tensor, out: &Tensor, ct: &Tensor) -> Option<Tensor> {
         | UnaryOp::RoundEven
         | UnaryOp::IsFinite
         | UnaryOp::Not => return None,
-        UnaryOp::Exp => safe_mul(ct, out),
-        UnaryOp::Expm1 => safe_mul(ct, &(out + 1.0)),
-        UnaryOp::Log => safe_div(ct, x),
-        UnaryOp::Log1p => safe_div(ct, &(x + 1.0)),
-        UnaryOp::Sqrt => safe_div(ct, &(out * 2.0)),
-        UnaryOp::Rsqrt => safe_mul(ct, &(out / x * -0.5)),
-        UnaryOp::Sin => safe_mul(ct, &x.cos()),
-        UnaryOp::Cos => safe_mul(ct, &-x.sin()),
-        UnaryOp::Tanh => safe_mul(ct, &((1.0 + out) * (1.0 - out))),
+        UnaryOp::Exp => ct * out,
+        UnaryOp::Expm1 => ct * &(out + 1.0),
+        UnaryOp::Log => ct / x,
+        UnaryOp::Log1p => ct / &(x + 1.0),
+        UnaryOp::Sqrt => ct / &(out * 2.0),
+        UnaryOp::Rsqrt => ct * &(out / x * -0.5),
+        UnaryOp::Sin => ct * &x.cos(),
+        UnaryOp::Cos => ct * &-x.sin(),
+        UnaryOp::Tanh => ct * &((1.0 + out) * (1.0 - out)),
         // s(x)·s(-x) rather than s·(1-s): no cancellation where s rounds to 1.
-        UnaryOp::Logistic => safe_mul(ct, &(out * lax::unary(UnaryOp::Logistic, &-x))),
-        UnaryOp::Erf => safe_mul(ct, &((-(x * x)).exp() * (2.0 / sqrt_pi))),
-        UnaryOp::ErfInv => safe_mul(ct, &((out * out).exp() * (sqrt_pi / 2.0))),
+        UnaryOp::Logistic => ct * &(out * lax::unary(UnaryOp::Logistic, &-x)),
+        UnaryOp::Erf => ct * &((-(x * x)).exp() * (2.0 / sqrt_pi)),
+        UnaryOp::ErfInv => ct * &((out * out).exp() * (sqrt_pi / 2.0)),
     })
 }
 
@@ -242,17 +236,17 @@ fn binary(op: BinaryOp, a: &Tensor, b: &Tensor, out: &Tensor, ct: &Tensor) -> Ve
     let (da, db) = match op {
         BinaryOp::Add => (ct.clone(), ct.clone()),
         BinaryOp::Sub => (ct.clone(), -ct),
-        BinaryOp::Mul => (safe_mul(ct, b), safe_mul(ct, a)),
-        BinaryOp::Div => (safe_div(ct, b), safe_mul(ct, &-(out / b))),
+        BinaryOp::Mul => ((ct * b), (ct * a)),
+        BinaryOp::Div => ((ct / b), (ct * &-(out / b))),
         BinaryOp::Rem => {
             // rem = a - b·trunc(a/b).
             let q = a / b;
-            (ct.clone(), safe_mul(ct, &-(q.sign() * q.abs().floor())))
+            (ct.clone(), (ct * &-(q.sign() * q.abs().floor())))
         }
         BinaryOp::Pow => {
             let da = where_(&b.eq(&zero), &zero, &(b * a.pow(&(b - 1.0))));
             let db = where_(&a.eq(&zero), &zero, &(a.log() * out));
-            (safe_mul(ct, &da), safe_mul(ct, &db))
+            ((ct * &da), (ct * &db))
         }
         BinaryOp::Max | BinaryOp::Min => {
             // The operand equal to the result gets the cotangent; ties split it (JAX).
@@ -263,7 +257,7 @@ fn binary(op: BinaryOp, a: &Tensor, b: &Tensor, out: &Tensor, ct: &Tensor) -> Ve
         }
         BinaryOp::Atan2 => {
             let r = a * a + b * b;
-            (safe_mul(ct, &(b / &r)), safe_mul(ct, &-(a / &r)))
+            ((ct * &(b / &r)), (ct * &-(a / &r)))
         }
         BinaryOp::And | BinaryOp::Or | BinaryOp::Xor | BinaryOp::ShiftLeft | BinaryOp::ShiftRightLogical => {
             return vec![None, None];
@@ -354,7 +348,7 @@ fn reduce(op: ReduceOp, axes: &[usize], x: &Tensor, out: &Tensor, ct: &Tensor) -
             // nothing equals it, 0/0).
             let mask = lax::convert_element_type(&x.eq(&back(out)), x.dtype());
             let count = lax::reduce(ReduceOp::Sum, &mask, axes);
-            safe_mul(&ct_b, &(&mask / back(&count)))
+            &ct_b * &(&mask / back(&count))
         }
         ReduceOp::Prod => {
             // ∂/∂x_k = Π_{j≠k} x_j, exact with zeros: with no zero it is out/x_k; with one zero only
@@ -365,7 +359,7 @@ fn reduce(op: ReduceOp, axes: &[usize], x: &Tensor, out: &Tensor, ct: &Tensor) -
             let others = back(&lax::reduce(ReduceOp::Prod, &where_(&is0, &scalar(1.0, x), x), axes));
             let at_zero = where_(&zeros.eq(&scalar(1.0, x)), &others, &zero);
             let elsewhere = where_(&zeros.eq(&zero), &(&others / x), &zero);
-            safe_mul(&ct_b, &where_(&is0, &at_zero, &elsewhere))
+            &ct_b * &where_(&is0, &at_zero, &elsewhere)
         }
     })
 }
@@ -410,8 +404,8 @@ fn cumprod_grad(x: &Tensor, y: &Tensor, ct: &Tensor, axis: usize) -> Tensor {
     let first = is0.logical_and(&zeros_so_far.eq(&one));
     let y1 = lax::cumulative(CumulativeOp::Prod, &where_(&first, &one, x), axis, false);
     let rcumsum = |t: &Tensor| lax::cumulative(CumulativeOp::Sum, t, axis, true);
-    let before = rcumsum(&safe_mul(ct, y)) / x;
-    let at_first = rcumsum(&safe_mul(ct, &y1));
+    let before = rcumsum(&(ct * y)) / x;
+    let at_first = rcumsum(&(ct * &y1));
     where_(&zeros_so_far.eq(&zero), &before, &where_(&first, &at_first, &zero))
 }
 
