@@ -20,12 +20,14 @@
 extern crate self as kiln;
 
 mod ad;
+mod checkpoint_policy;
 mod custom;
 
 pub use ad::{
     Args, grad, grad_argnums, hessian, jacfwd, jacrev, jvp, linearize, value_and_grad, value_and_grad_aux,
     vjp,
 };
+pub use checkpoint_policy::{Checkpoint, checkpoint_policy, with_checkpoint};
 pub use custom::{checkpoint, custom_jvp, custom_vjp};
 pub use kiln_ir as ir;
 pub use kiln_ir::DType;

@@ -21,13 +21,14 @@
 
 mod control;
 mod jvp_rules;
+mod partition;
 mod scan;
 mod vjp_rules;
 
 use kiln_ir::{DType, Function, TensorType};
 use kiln_trace::{Tensor, at_location, lax};
 
-pub use scan::Checkpoint;
+pub use scan::{Checkpoint, checkpoint_policy, with_checkpoint};
 
 /// True if values of this dtype carry tangents/cotangents.
 pub fn is_differentiable(dtype: DType) -> bool {
