@@ -100,6 +100,27 @@ fn while_bounded_grad_matches_unrolled_and_finite_differences() {
 }
 
 #[test]
+fn while_bounded_grad_ignores_steps_after_the_stop() {
+    // x ← sqrt(x − 4) while x > 20: 29 → 5 stops after one step (of 5 allowed). Had the masked steps
+    // run the body, it would go on to sqrt(1) = 1 and sqrt(−3) = NaN; the gradient is that of one
+    // step, d/dx sqrt(x − 4) = 1/(2·5) = 0.1.
+    let f = |x: Tensor| {
+        while_loop_bounded(
+            |x: &Tensor| x.gt(&Tensor::scalar_like(20.0, x.dtype())),
+            |x: Tensor| (x - 4.0).sqrt(),
+            x,
+            5,
+        )
+    };
+    assert_eq!(grad(f)(s(29.0)).item::<f64>(), 0.1);
+    // Traced: reverse mode is a scan (not unrolled), and the traced gradient evaluates the same.
+    let t = trace(grad(f), &Tensor::placeholder(DType::F64, &[])).unwrap();
+    let is_scan = |p: &Prim| matches!(p, Prim::Scan { .. });
+    assert!(count(&t.function, &is_scan, true) >= 1, "{}", t.function);
+    assert_eq!(t.eval(&s(29.0)).unwrap().item::<f64>(), 0.1);
+}
+
+#[test]
 fn while_grad_without_max_iters_is_an_error() {
     let r =
         trace(|x: Tensor| grad(|x: Tensor| grow(x, s(3.0), None))(x), &Tensor::placeholder(DType::F64, &[]));
