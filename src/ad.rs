@@ -7,10 +7,12 @@
 //! computed at once. Errors follow kiln's policy: recorded in the enclosing trace, or a panic at the
 //! caller's line in eager mode.
 
+use kiln_ir::SrcLoc;
 use kiln_ir::{Function, TensorType};
-use kiln_trace::{Tensor, Tree, propagate_error, report_error};
+use kiln_trace::{Tensor, Tree, propagate_error, report_error, with_api_location};
 use kiln_transform::ad::{jvp_replay, vjp_replay};
 use std::ops::Range;
+use std::panic::Location;
 
 /// A traced user function, flattened: parameters are the argument leaves, then captured tracers.
 pub(crate) struct Flat<R> {
@@ -188,7 +190,19 @@ fn value_and_grad_impl<A: Args, R: Tree>(
 /// ```
 #[track_caller]
 pub fn grad<A: Args>(f: impl Fn(A) -> Tensor) -> impl Fn(A) -> A {
-    move |args: A| value_and_grad_impl("grad", |a| (f(a), ()), args, None).1
+    grad_at(f, here())
+}
+
+/// [`grad`] whose errors point at `at`.
+fn grad_at<A: Args>(f: impl Fn(A) -> Tensor, at: SrcLoc) -> impl Fn(A) -> A {
+    move |args: A| with_api_location(&at, || value_and_grad_impl("grad", |a| (f(a), ()), args, None).1)
+}
+
+/// The user's call site of a `#[track_caller]` transform, where errors of the closure it returns
+/// point (closures cannot be `#[track_caller]`).
+#[track_caller]
+pub(crate) fn here() -> SrcLoc {
+    SrcLoc::from_location(Location::caller())
 }
 
 /// `jax.grad(f, argnums)`: the gradient with respect to the selected top-level arguments (of a
@@ -197,14 +211,19 @@ pub fn grad<A: Args>(f: impl Fn(A) -> Tensor) -> impl Fn(A) -> A {
 #[track_caller]
 pub fn grad_argnums<A: Args>(f: impl Fn(A) -> Tensor, argnums: &[usize]) -> impl Fn(A) -> A {
     let argnums = argnums.to_vec();
-    move |args: A| value_and_grad_impl("grad", |a| (f(a), ()), args, Some(&argnums)).1
+    let at = here();
+    move |args: A| {
+        with_api_location(&at, || value_and_grad_impl("grad", |a| (f(a), ()), args, Some(&argnums)).1)
+    }
 }
 
 /// `jax.value_and_grad`: `(f(args), grad(f)(args))` in one pass.
 #[track_caller]
 pub fn value_and_grad<A: Args>(f: impl Fn(A) -> Tensor) -> impl Fn(A) -> (Tensor, A) {
+    let at = here();
     move |args: A| {
-        let ((v, ()), g) = value_and_grad_impl("value_and_grad", |a| (f(a), ()), args, None);
+        let ((v, ()), g) =
+            with_api_location(&at, || value_and_grad_impl("value_and_grad", |a| (f(a), ()), args, None));
         (v, g)
     }
 }
@@ -215,7 +234,8 @@ pub fn value_and_grad<A: Args>(f: impl Fn(A) -> Tensor) -> impl Fn(A) -> (Tensor
 pub fn value_and_grad_aux<A: Args, Aux: Tree>(
     f: impl Fn(A) -> (Tensor, Aux),
 ) -> impl Fn(A) -> ((Tensor, Aux), A) {
-    move |args: A| value_and_grad_impl("value_and_grad", &f, args, None)
+    let at = here();
+    move |args: A| with_api_location(&at, || value_and_grad_impl("value_and_grad", &f, args, None))
 }
 
 /// `jax.vjp`: the outputs of `f` at `primals` and a function from output cotangents to argument
@@ -269,7 +289,12 @@ pub fn linearize<A: Tree + Clone, R: Tree>(f: impl Fn(A) -> R + Clone, primals: 
 /// forward-mode pass per input element.
 #[track_caller]
 pub fn jacfwd(f: impl Fn(Tensor) -> Tensor + Clone) -> impl Fn(Tensor) -> Tensor {
-    move |x: Tensor| {
+    let at = here();
+    move |x: Tensor| with_api_location(&at, || jacfwd_at(&f, x))
+}
+
+fn jacfwd_at(f: &(impl Fn(Tensor) -> Tensor + Clone), x: Tensor) -> Tensor {
+    {
         let n = x.size();
         let in_shape = x.shape();
         let mut cols = Vec::with_capacity(n);
@@ -294,7 +319,12 @@ pub fn jacfwd(f: impl Fn(Tensor) -> Tensor + Clone) -> impl Fn(Tensor) -> Tensor
 /// reverse-mode pass per output element.
 #[track_caller]
 pub fn jacrev(f: impl Fn(Tensor) -> Tensor + Clone) -> impl Fn(Tensor) -> Tensor {
-    move |x: Tensor| {
+    let at = here();
+    move |x: Tensor| with_api_location(&at, || jacrev_at(&f, x))
+}
+
+fn jacrev_at(f: &(impl Fn(Tensor) -> Tensor + Clone), x: Tensor) -> Tensor {
+    {
         let (y, pull) = vjp(f.clone(), x.clone());
         let m = y.size();
         let mut rows = Vec::with_capacity(m);
@@ -313,8 +343,10 @@ pub fn jacrev(f: impl Fn(Tensor) -> Tensor + Clone) -> impl Fn(Tensor) -> Tensor
 /// `jax.hessian` for a scalar function of one tensor: `jacfwd(jacrev(f))`, shape `in.shape ++ in.shape`.
 #[track_caller]
 pub fn hessian(f: impl Fn(Tensor) -> Tensor + Clone + 'static) -> impl Fn(Tensor) -> Tensor {
-    let g = move |x: Tensor| grad(f.clone())(x);
-    jacfwd(g)
+    let at = here();
+    let inner = at.clone();
+    let g = move |x: Tensor| grad_at(f.clone(), inner.clone())(x);
+    move |x: Tensor| with_api_location(&at, || jacfwd_at(&g, x))
 }
 
 /// The `j`-th standard basis vector of a type (one at flat index `j`).

@@ -70,13 +70,16 @@ fn wrap(f: &Function, param_types: &[TensorType], pick: &[usize], extra: &[usize
 /// ```
 #[track_caller]
 pub fn checkpoint<A: Tree, R: Tree>(f: impl Fn(A) -> R) -> impl Fn(A) -> R {
+    let at = crate::ad::here();
     move |args: A| {
-        let flat = match traced(&f, &args) {
-            Ok(flat) => flat,
-            Err(placeholder) => return placeholder,
-        };
-        let operands: Vec<Tensor> = args.leaves().into_iter().chain(flat.captured).collect();
-        bind_tree(Prim::Checkpoint { body: Box::new(dce(&flat.function)) }, &operands, &flat.output)
+        kiln_trace::with_api_location(&at, || {
+            let flat = match traced(&f, &args) {
+                Ok(flat) => flat,
+                Err(placeholder) => return placeholder,
+            };
+            let operands: Vec<Tensor> = args.leaves().into_iter().chain(flat.captured).collect();
+            bind_tree(Prim::Checkpoint { body: Box::new(dce(&flat.function)) }, &operands, &flat.output)
+        })
     }
 }
 
@@ -98,39 +101,47 @@ pub fn checkpoint<A: Tree, R: Tree>(f: impl Fn(A) -> R) -> impl Fn(A) -> R {
 /// ```
 #[track_caller]
 pub fn custom_jvp<A: Tree, R: Tree>(f: impl Fn(A) -> R, jvp: impl Fn(A, A) -> (R, R)) -> impl Fn(A) -> R {
+    let at = crate::ad::here();
     move |args: A| {
-        let leaves = args.leaves();
-        let fun = match traced(&f, &args) {
-            Ok(fun) => fun,
-            Err(placeholder) => return placeholder,
-        };
-        let Ok(rule) = traced(|(p, t): (A, A)| jvp(p, t), &(copy(&args), copy(&args))) else {
-            return call_plain(leaves, fun);
-        };
-        let out_types = fun.function.output_types();
-        let want: Vec<TensorType> = out_types.iter().chain(&out_types).cloned().collect();
-        let got = rule.function.output_types();
-        let structure = fun.output.structure();
-        if rule.output.0.structure() != structure || rule.output.1.structure() != structure || got != want {
-            let msg = format!(
-                "the jvp rule must return (outputs, tangents), each of structure {structure} and types \
-                 {out_types:?}, but returns ({}, {}) of types {got:?}",
-                rule.output.0.structure(),
-                rule.output.1.structure()
-            );
-            report_error("custom_jvp", &leaves.iter().collect::<Vec<_>>(), msg);
-            return call_plain(leaves, fun);
-        }
-        // Operands: args ++ f's captured ++ the rule's captured; the rule's tangent parameters follow.
-        let (n, n1) = (leaves.len(), fun.captured.len());
-        let operands: Vec<Tensor> = leaves.into_iter().chain(fun.captured).chain(rule.captured).collect();
-        let m = operands.len();
-        let op_types = types(&operands);
-        let fun_f = wrap(&fun.function, &op_types, &(0..n + n1).collect::<Vec<_>>(), &[]);
-        let jvp_types: Vec<TensorType> = op_types.iter().chain(&op_types).cloned().collect();
-        let pick: Vec<usize> = (0..n).chain(m..m + n).chain(n + n1..m).collect();
-        let jvp_f = wrap(&rule.function, &jvp_types, &pick, &[]);
-        bind_tree(Prim::CustomJvpCall { fun: Box::new(fun_f), jvp: Box::new(jvp_f) }, &operands, &fun.output)
+        kiln_trace::with_api_location(&at, || {
+            let leaves = args.leaves();
+            let fun = match traced(&f, &args) {
+                Ok(fun) => fun,
+                Err(placeholder) => return placeholder,
+            };
+            let Ok(rule) = traced(|(p, t): (A, A)| jvp(p, t), &(copy(&args), copy(&args))) else {
+                return call_plain(leaves, fun);
+            };
+            let out_types = fun.function.output_types();
+            let want: Vec<TensorType> = out_types.iter().chain(&out_types).cloned().collect();
+            let got = rule.function.output_types();
+            let structure = fun.output.structure();
+            if rule.output.0.structure() != structure || rule.output.1.structure() != structure || got != want
+            {
+                let msg = format!(
+                    "the jvp rule must return (outputs, tangents), each of structure {structure} and types \
+                     {out_types:?}, but returns ({}, {}) of types {got:?}",
+                    rule.output.0.structure(),
+                    rule.output.1.structure()
+                );
+                report_error("custom_jvp", &leaves.iter().collect::<Vec<_>>(), msg);
+                return call_plain(leaves, fun);
+            }
+            // Operands: args ++ f's captured ++ the rule's captured; the rule's tangent parameters follow.
+            let (n, n1) = (leaves.len(), fun.captured.len());
+            let operands: Vec<Tensor> = leaves.into_iter().chain(fun.captured).chain(rule.captured).collect();
+            let m = operands.len();
+            let op_types = types(&operands);
+            let fun_f = wrap(&fun.function, &op_types, &(0..n + n1).collect::<Vec<_>>(), &[]);
+            let jvp_types: Vec<TensorType> = op_types.iter().chain(&op_types).cloned().collect();
+            let pick: Vec<usize> = (0..n).chain(m..m + n).chain(n + n1..m).collect();
+            let jvp_f = wrap(&rule.function, &jvp_types, &pick, &[]);
+            bind_tree(
+                Prim::CustomJvpCall { fun: Box::new(fun_f), jvp: Box::new(jvp_f) },
+                &operands,
+                &fun.output,
+            )
+        })
     }
 }
 
@@ -159,70 +170,74 @@ pub fn custom_vjp<A: Tree, R: Tree, Res: Tree>(
     fwd: impl Fn(A) -> (R, Res),
     bwd: impl Fn(Res, R) -> A,
 ) -> impl Fn(A) -> R {
+    let at = crate::ad::here();
     move |args: A| {
-        let leaves = args.leaves();
-        let refs: Vec<&Tensor> = leaves.iter().collect();
-        let fun = match traced(&f, &args) {
-            Ok(fun) => fun,
-            Err(placeholder) => return placeholder,
-        };
-        let out_types = fun.function.output_types();
-        let n_out = out_types.len();
-        let Ok(fw) = traced(&fwd, &args) else {
-            return call_plain(leaves, fun);
-        };
-        let fw_types = fw.function.output_types();
-        let (fw_out, res_template) = fw.output;
-        if fw_out.structure() != fun.output.structure() || fw_types[..n_out] != out_types[..] {
-            let msg = format!(
-                "fwd must return (outputs, residuals) with outputs of structure {} and types {out_types:?}, \
-                 but returns outputs {} of types {:?}",
-                fun.output.structure(),
-                fw_out.structure(),
-                &fw_types[..n_out.min(fw_types.len())]
-            );
-            report_error("custom_vjp", &refs, msg);
-            return call_plain(leaves, fun);
-        }
-        let Ok(bw) = traced(|(r, c): (Res, R)| bwd(r, c), &(res_template, copy(&fun.output))) else {
-            return call_plain(leaves, fun);
-        };
-        if bw.output.structure() != args.structure() || bw.function.output_types() != types(&leaves) {
-            let msg = format!(
-                "bwd must return cotangents with the arguments' structure {} and types {:?}, but returns {} \
-                 of types {:?}",
-                args.structure(),
-                types(&leaves),
-                bw.output.structure(),
-                bw.function.output_types()
-            );
-            report_error("custom_vjp", &refs, msg);
-            return call_plain(leaves, fun);
-        }
-        // Operands: args ++ f's, fwd's and bwd's captured values. bwd only sees residuals and
-        // cotangents, so fwd passes bwd's captured values on as extra residuals.
-        let (n, n1, n2, n3) = (leaves.len(), fun.captured.len(), fw.captured.len(), bw.captured.len());
-        let operands: Vec<Tensor> =
-            leaves.into_iter().chain(fun.captured).chain(fw.captured).chain(bw.captured).collect();
-        let m = operands.len();
-        let op_types = types(&operands);
-        let fun_f = wrap(&fun.function, &op_types, &(0..n + n1).collect::<Vec<_>>(), &[]);
-        let fw_pick: Vec<usize> = (0..n).chain(n + n1..n + n1 + n2).collect();
-        let fwd_f = wrap(&fw.function, &op_types, &fw_pick, &(m - n3..m).collect::<Vec<_>>());
-        // bwd's parameters: residuals ++ its captured values ++ output cotangents.
-        let n_res = fw_types.len() - n_out;
-        let bwd_types: Vec<TensorType> =
-            fw_types[n_out..].iter().chain(&op_types[m - n3..]).chain(&out_types).cloned().collect();
-        let bwd_f = trace_function(&bwd_types, |p| {
-            let (res, rest) = p.split_at(n_res);
-            let (caps, cts) = rest.split_at(n3);
-            let args: Vec<Tensor> = res.iter().chain(cts).chain(caps).cloned().collect();
-            let mut cts_in = replay(&bw.function, &args);
-            // Captured values are constants to the rule.
-            cts_in.extend(op_types[n..].iter().map(zeros));
-            cts_in
-        });
-        let prim = Prim::CustomVjpCall { fun: Box::new(fun_f), fwd: Box::new(fwd_f), bwd: Box::new(bwd_f) };
-        bind_tree(prim, &operands, &fun.output)
+        kiln_trace::with_api_location(&at, || {
+            let leaves = args.leaves();
+            let refs: Vec<&Tensor> = leaves.iter().collect();
+            let fun = match traced(&f, &args) {
+                Ok(fun) => fun,
+                Err(placeholder) => return placeholder,
+            };
+            let out_types = fun.function.output_types();
+            let n_out = out_types.len();
+            let Ok(fw) = traced(&fwd, &args) else {
+                return call_plain(leaves, fun);
+            };
+            let fw_types = fw.function.output_types();
+            let (fw_out, res_template) = fw.output;
+            if fw_out.structure() != fun.output.structure() || fw_types[..n_out] != out_types[..] {
+                let msg = format!(
+                    "fwd must return (outputs, residuals) with outputs of structure {} and types {out_types:?}, \
+                     but returns outputs {} of types {:?}",
+                    fun.output.structure(),
+                    fw_out.structure(),
+                    &fw_types[..n_out.min(fw_types.len())]
+                );
+                report_error("custom_vjp", &refs, msg);
+                return call_plain(leaves, fun);
+            }
+            let Ok(bw) = traced(|(r, c): (Res, R)| bwd(r, c), &(res_template, copy(&fun.output))) else {
+                return call_plain(leaves, fun);
+            };
+            if bw.output.structure() != args.structure() || bw.function.output_types() != types(&leaves) {
+                let msg = format!(
+                    "bwd must return cotangents with the arguments' structure {} and types {:?}, but returns {} \
+                     of types {:?}",
+                    args.structure(),
+                    types(&leaves),
+                    bw.output.structure(),
+                    bw.function.output_types()
+                );
+                report_error("custom_vjp", &refs, msg);
+                return call_plain(leaves, fun);
+            }
+            // Operands: args ++ f's, fwd's and bwd's captured values. bwd only sees residuals and
+            // cotangents, so fwd passes bwd's captured values on as extra residuals.
+            let (n, n1, n2, n3) = (leaves.len(), fun.captured.len(), fw.captured.len(), bw.captured.len());
+            let operands: Vec<Tensor> =
+                leaves.into_iter().chain(fun.captured).chain(fw.captured).chain(bw.captured).collect();
+            let m = operands.len();
+            let op_types = types(&operands);
+            let fun_f = wrap(&fun.function, &op_types, &(0..n + n1).collect::<Vec<_>>(), &[]);
+            let fw_pick: Vec<usize> = (0..n).chain(n + n1..n + n1 + n2).collect();
+            let fwd_f = wrap(&fw.function, &op_types, &fw_pick, &(m - n3..m).collect::<Vec<_>>());
+            // bwd's parameters: residuals ++ its captured values ++ output cotangents.
+            let n_res = fw_types.len() - n_out;
+            let bwd_types: Vec<TensorType> =
+                fw_types[n_out..].iter().chain(&op_types[m - n3..]).chain(&out_types).cloned().collect();
+            let bwd_f = trace_function(&bwd_types, |p| {
+                let (res, rest) = p.split_at(n_res);
+                let (caps, cts) = rest.split_at(n3);
+                let args: Vec<Tensor> = res.iter().chain(cts).chain(caps).cloned().collect();
+                let mut cts_in = replay(&bw.function, &args);
+                // Captured values are constants to the rule.
+                cts_in.extend(op_types[n..].iter().map(zeros));
+                cts_in
+            });
+            let prim =
+                Prim::CustomVjpCall { fun: Box::new(fun_f), fwd: Box::new(fwd_f), bwd: Box::new(bwd_f) };
+            bind_tree(prim, &operands, &fun.output)
+        })
     }
 }

@@ -194,7 +194,8 @@ pub fn vmap<A: Args, R: Tree>(
     out_axes: impl Into<AxisSpec>,
 ) -> impl Fn(A) -> R {
     let (in_axes, out_axes) = (in_axes.into(), out_axes.into());
-    move |args: A| vmap_impl(&f, args, &in_axes, &out_axes, None)
+    let at = crate::ad::here();
+    move |args: A| kiln_trace::with_api_location(&at, || vmap_impl(&f, args, &in_axes, &out_axes, None))
 }
 
 /// [`vmap`] with an explicit batch size (JAX's `axis_size`): required when no argument is mapped,
@@ -207,7 +208,10 @@ pub fn vmap_sized<A: Args, R: Tree>(
     axis_size: usize,
 ) -> impl Fn(A) -> R {
     let (in_axes, out_axes) = (in_axes.into(), out_axes.into());
-    move |args: A| vmap_impl(&f, args, &in_axes, &out_axes, Some(axis_size))
+    let at = crate::ad::here();
+    move |args: A| {
+        kiln_trace::with_api_location(&at, || vmap_impl(&f, args, &in_axes, &out_axes, Some(axis_size)))
+    }
 }
 
 #[track_caller]

@@ -42,6 +42,26 @@ thread_local! {
     /// While a transform replays an equation, the location of the original equation: what it binds is
     /// attributed to the user's line, not to the rule's source.
     static LOC_OVERRIDE: RefCell<Option<SrcLoc>> = const { RefCell::new(None) };
+    /// While a transformed function (the closure `grad(f)` returns, ...) runs, where the user wrote
+    /// the transform: errors it reports itself ([`report_error`]) point there, since closures cannot
+    /// be `#[track_caller]`.
+    static API_LOC: RefCell<Option<SrcLoc>> = const { RefCell::new(None) };
+}
+
+/// Runs `f` (the body of a closure returned by a user-facing transform) with `loc` — where the user
+/// wrote the transform — as the location of errors the transform reports with [`report_error`].
+/// Equations recorded meanwhile keep their own locations.
+pub fn with_api_location<R>(loc: &SrcLoc, f: impl FnOnce() -> R) -> R {
+    let prev = API_LOC.with(|o| o.replace(Some(loc.clone())));
+    struct Restore(Option<SrcLoc>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            let prev = self.0.take();
+            API_LOC.with(|o| *o.borrow_mut() = prev);
+        }
+    }
+    let _restore = Restore(prev);
+    f()
 }
 
 /// Runs `f` with every equation it records attributed to `loc` (when `Some`). Transforms use it so
@@ -247,10 +267,14 @@ fn poisoned(id: TraceId, inputs: &[&Tensor], n_out: usize) -> Vec<Tensor> {
 }
 
 /// Reports an error found by a transform or API function (not by a primitive): recorded in the
-/// innermost trace (first error wins), or a panic at the caller in eager mode.
+/// innermost trace (first error wins), or a panic in eager mode. Its location is the equation being
+/// transformed, else the transform's call site ([`with_api_location`]), else the caller.
 #[track_caller]
 pub fn report_error(op: &str, operands: &[&Tensor], message: String) {
-    fail(op, operands, message, 0);
+    let caller = SrcLoc::from_location(Location::caller());
+    let api = API_LOC.with(|o| o.borrow().clone());
+    let at = LOC_OVERRIDE.with(|o| o.borrow().clone()).or(api).unwrap_or(caller);
+    at_location(Some(&at), || fail(op, operands, message, 0));
 }
 
 /// Re-raises an error from a nested trace (a transformed function's body) in the enclosing trace, or

@@ -1,0 +1,62 @@
+//! Misuse of the autodiff API comes back as `Err` from the enclosing trace (naming the transform,
+//! the offending dtype/shape and the user's line), never as a panic deep inside kiln.
+
+use kiln::prelude::*;
+
+fn f32s(shape: &[usize]) -> Tensor {
+    Tensor::placeholder(DType::F32, shape)
+}
+
+#[test]
+fn grad_of_a_non_scalar_output_is_an_error_naming_the_shape() {
+    let line = line!() + 1;
+    let err = trace(|x: Tensor| grad(|y: Tensor| &y * 2.0)(x), &f32s(&[3])).unwrap_err();
+    let msg = err.to_string();
+    assert!(msg.contains("grad") && msg.contains("float scalar") && msg.contains("f32[3]"), "{msg}");
+    assert!(msg.contains(&format!("ad_errors.rs:{line}:")), "{msg}");
+}
+
+#[test]
+fn grad_of_an_integer_output_is_an_error() {
+    let err = trace(|x: Tensor| grad(|y: Tensor| y.sum(All).astype(DType::I32))(x), &f32s(&[3])).unwrap_err();
+    assert!(err.to_string().contains("i32[]"), "{err}");
+}
+
+#[test]
+fn grad_with_respect_to_an_integer_argument_names_it() {
+    let err = trace(
+        |(x, n): (Tensor, Tensor)| {
+            grad(|(x, n): (Tensor, Tensor)| (&x * &n.astype(DType::F32)).sum(All))((x, n))
+        },
+        &(f32s(&[2]), Tensor::placeholder(DType::I32, &[2])),
+    )
+    .unwrap_err();
+    let msg = err.to_string();
+    assert!(msg.contains("leaf 1") && msg.contains("i32") && msg.contains("float"), "{msg}");
+    // Excluding it with argnums works: d/dx sum(x * n) = n.
+    let g = grad_argnums(|(x, n): (Tensor, Tensor)| (&x * &n.astype(DType::F64)).sum(All), &[0])((
+        Tensor::from_vec(&[2], vec![1.0f64, 2.0]),
+        Tensor::from_vec(&[2], vec![3i32, -4]),
+    ));
+    assert_eq!(g.0.to_vec::<f64>(), vec![3.0, -4.0]);
+    assert_eq!(g.1.to_vec::<i32>(), vec![0, 0]);
+}
+
+#[test]
+fn a_shape_error_inside_a_differentiated_function_is_an_err_at_the_users_line() {
+    let line = line!() + 2;
+    let err = trace(
+        |x: Tensor| vmap(grad(|y: Tensor| (&y + &Tensor::zeros(DType::F32, &[5])).sum(All)), 0, 0)(x),
+        &f32s(&[4, 3]),
+    )
+    .unwrap_err();
+    let msg = err.to_string();
+    assert!(msg.contains("add") && msg.contains("(3,)") && msg.contains("(5,)"), "{msg}");
+    assert!(msg.contains(&format!("ad_errors.rs:{line}:")), "{msg}");
+}
+
+#[test]
+#[should_panic(expected = "float scalar")]
+fn eager_grad_of_a_non_scalar_output_panics() {
+    let _ = grad(|y: Tensor| &y * 2.0)(Tensor::from_vec(&[2], vec![1.0f32, 2.0]));
+}
