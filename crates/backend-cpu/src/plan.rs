@@ -2,10 +2,10 @@
 //! step gets its operands' locations, and intermediate buffers are placed in one arena by liveness
 //! (first fit over freed blocks), so buffers whose lifetimes do not overlap share memory.
 
+use crate::CompileError;
 use crate::codegen::Jit;
 use crate::fusion::{self, Role};
 use crate::runtime::{Aligned, Executable, Loc, Op, Step, control::Control, dot::DotPlan};
-use crate::CompileError;
 use kiln_ir::{Array, Function, Prim, TensorType, Var};
 use std::sync::Mutex;
 
@@ -58,7 +58,13 @@ fn runtime_op(f: &Function, prim: &Prim, ins: &[Var], outs: &[Var]) -> Result<(O
     let in_types: Vec<TensorType> = ins.iter().map(ty).collect();
     let out_types: Vec<TensorType> = outs.iter().map(ty).collect();
     match prim {
-        Prim::DotGeneral { lhs_contracting, rhs_contracting, lhs_batch, rhs_batch, preferred_element_type } => {
+        Prim::DotGeneral {
+            lhs_contracting,
+            rhs_contracting,
+            lhs_batch,
+            rhs_batch,
+            preferred_element_type,
+        } => {
             let d = DotPlan::new(
                 &in_types[0],
                 &in_types[1],
@@ -140,11 +146,21 @@ pub fn compile(f: &Function) -> Result<Executable, CompileError> {
             Role::Inline => {}
             Role::Kernel => {
                 let (handle, leaves) = jit.kernel(f, i, &inline)?;
-                drafts.push(Draft { op: Op::Kernel(handle), inputs: leaves, outputs: e.outputs.to_vec(), scratch_bytes: 0 });
+                drafts.push(Draft {
+                    op: Op::Kernel(handle),
+                    inputs: leaves,
+                    outputs: e.outputs.to_vec(),
+                    scratch_bytes: 0,
+                });
             }
             Role::Runtime => {
                 let (op, scratch_bytes) = runtime_op(f, &e.prim, &e.inputs, &e.outputs)?;
-                drafts.push(Draft { op, inputs: e.inputs.to_vec(), outputs: e.outputs.to_vec(), scratch_bytes });
+                drafts.push(Draft {
+                    op,
+                    inputs: e.inputs.to_vec(),
+                    outputs: e.outputs.to_vec(),
+                    scratch_bytes,
+                });
             }
         }
     }
@@ -177,10 +193,15 @@ pub fn compile(f: &Function) -> Result<Executable, CompileError> {
         }
         let scratch = arena.alloc(d.scratch_bytes);
         arena.release(scratch, d.scratch_bytes);
-        let at = |v: &Var| loc[v.index()].ok_or_else(|| CompileError::Codegen(format!("{v:?} has no buffer")));
+        let at =
+            |v: &Var| loc[v.index()].ok_or_else(|| CompileError::Codegen(format!("{v:?} has no buffer")));
         let inputs = d.inputs.iter().map(at).collect::<Result<Vec<_>, _>>()?;
         let outputs = d.outputs.iter().map(at).collect::<Result<Vec<_>, _>>()?;
-        let dead = d.inputs.iter().filter(|v| last_use[v.index()] == Some(s)).chain(d.outputs.iter().filter(|v| last_use[v.index()].is_none()));
+        let dead = d
+            .inputs
+            .iter()
+            .filter(|v| last_use[v.index()] == Some(s))
+            .chain(d.outputs.iter().filter(|v| last_use[v.index()].is_none()));
         let mut freed: Vec<Var> = Vec::new();
         for v in dead {
             if let (Some(Loc::Arena(off)), false) = (loc[v.index()], pinned[v.index()]) {

@@ -3,8 +3,8 @@
 use super::scalar;
 use crate::CompileError;
 use cranelift_codegen::ir::{
-    AbiParam, FuncRef, Function as ClifFunction, InstBuilder, MemFlagsData, Type, Value,
-    condcodes::IntCC, types,
+    AbiParam, FuncRef, Function as ClifFunction, InstBuilder, MemFlagsData, Type, Value, condcodes::IntCC,
+    types,
 };
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
 use cranelift_jit::JITModule;
@@ -501,7 +501,14 @@ impl<'a, 'b> Emitter<'a, 'b> {
         Ok(self.b.ins().select(valid, v, pv))
     }
 
-    fn arg_reduce(&mut self, e: &'a Eqn, op: ArgOp, axis: usize, index_dtype: DType, idx: &[Value]) -> R<Value> {
+    fn arg_reduce(
+        &mut self,
+        e: &'a Eqn,
+        op: ArgOp,
+        axis: usize,
+        index_dtype: DType,
+        idx: &[Value],
+    ) -> R<Value> {
         let f = self.f;
         let x = e.inputs[0];
         let dt = f.dtype(x);
@@ -518,8 +525,11 @@ impl<'a, 'b> Emitter<'a, 'b> {
         };
         let zero = self.iconst(0);
         let first = self.value(x, &with_axis(zero))?;
-        let (best_i, best_v, done) =
-            (self.b.declare_var(types::I64), self.b.declare_var(clif_type(dt)), self.b.declare_var(types::I8));
+        let (best_i, best_v, done) = (
+            self.b.declare_var(types::I64),
+            self.b.declare_var(clif_type(dt)),
+            self.b.declare_var(types::I8),
+        );
         self.b.def_var(best_i, zero);
         self.b.def_var(best_v, first);
         let no = self.b.ins().iconst(types::I8, 0);
@@ -555,7 +565,14 @@ impl<'a, 'b> Emitter<'a, 'b> {
         Ok(self.b.ins().ireduce(ity, bi))
     }
 
-    fn gather(&mut self, e: &'a Eqn, axis: usize, batch_dims: usize, mode: IndexMode, r: &[Value]) -> R<Value> {
+    fn gather(
+        &mut self,
+        e: &'a Eqn,
+        axis: usize,
+        batch_dims: usize,
+        mode: IndexMode,
+        r: &[Value],
+    ) -> R<Value> {
         let f = self.f;
         let (x, ind) = (e.inputs[0], e.inputs[1]);
         let dt = f.dtype(x);

@@ -101,7 +101,9 @@ impl Jit {
             .module
             .declare_function(&name, cranelift_module::Linkage::Local, &sig)
             .map_err(|e| CompileError::Codegen(e.to_string()))?;
-        self.module.define_function(id, &mut self.ctx).map_err(|e| CompileError::Codegen(format!("{e:?}")))?;
+        self.module
+            .define_function(id, &mut self.ctx)
+            .map_err(|e| CompileError::Codegen(format!("{e:?}")))?;
         let handle = self.pending.len();
         self.pending.push((id, handle));
         let _ = types::I64;

@@ -175,7 +175,11 @@ pub(super) fn binary(s: &mut Emitter, op: BinaryOp, dt: DType, x: Value, y: Valu
             BinaryOp::Rem | BinaryOp::Pow | BinaryOp::Atan2 => call2(s, name, dt, x, y)?,
             BinaryOp::Max => float_max_min(s, dt, x, y, true),
             BinaryOp::Min => float_max_min(s, dt, x, y, false),
-            BinaryOp::And | BinaryOp::Or | BinaryOp::Xor | BinaryOp::ShiftLeft | BinaryOp::ShiftRightLogical => {
+            BinaryOp::And
+            | BinaryOp::Or
+            | BinaryOp::Xor
+            | BinaryOp::ShiftLeft
+            | BinaryOp::ShiftRightLogical => {
                 return Err(ill(name, dt));
             }
         },

@@ -48,7 +48,8 @@ impl Frame {
         // SAFETY: per the contract; the regions are disjoint (see `new`).
         unsafe {
             let ins = std::slice::from_raw_parts_mut(scratch.cast::<*const u8>(), self.n_in);
-            let outs = std::slice::from_raw_parts_mut(scratch.add(self.n_in * 8).cast::<*mut u8>(), self.n_out);
+            let outs =
+                std::slice::from_raw_parts_mut(scratch.add(self.n_in * 8).cast::<*mut u8>(), self.n_out);
             // One spare slot after the output table: the predicate byte of `while_loop`.
             let spare = scratch.add(self.n_in * 8 + self.n_out * 8);
             (ins, outs, spare)
@@ -61,7 +62,16 @@ pub(crate) enum Control {
     /// `call`, `checkpoint`, `custom_jvp_call`, `custom_vjp_call`: run the primal function.
     Call { body: Executable, frame: Frame },
     /// `lax.scan`.
-    Scan { body: Executable, frame: Frame, length: usize, reverse: bool, nc: usize, nk: usize, x_bytes: Vec<usize>, y_bytes: Vec<usize> },
+    Scan {
+        body: Executable,
+        frame: Frame,
+        length: usize,
+        reverse: bool,
+        nc: usize,
+        nk: usize,
+        x_bytes: Vec<usize>,
+        y_bytes: Vec<usize>,
+    },
     /// `lax.while_loop` (optionally bounded).
     While { cond: Executable, body: Executable, frame: Frame, cc: usize, bc: usize, max_iters: Option<u64> },
     /// `lax.switch`.
@@ -70,7 +80,11 @@ pub(crate) enum Control {
 
 impl Control {
     /// Compiles the sub-functions of a control-flow primitive.
-    pub(crate) fn new(prim: &Prim, in_types: &[TensorType], out_types: &[TensorType]) -> Result<Control, CompileError> {
+    pub(crate) fn new(
+        prim: &Prim,
+        in_types: &[TensorType],
+        out_types: &[TensorType],
+    ) -> Result<Control, CompileError> {
         let call = |fun: &Function| -> Result<Control, CompileError> {
             let body = compile(fun)?;
             let frame = Frame::new(in_types.len(), out_types.len(), &[], body.arena_bytes);
@@ -102,7 +116,14 @@ impl Control {
                 let n_in = state.len() + cond_consts.max(body_consts);
                 let sub = cond.arena_bytes.max(body.arena_bytes);
                 let frame = Frame::new(n_in, state.len(), state, sub);
-                Ok(Control::While { cond, body, frame, cc: *cond_consts, bc: *body_consts, max_iters: *max_iters })
+                Ok(Control::While {
+                    cond,
+                    body,
+                    frame,
+                    cc: *cond_consts,
+                    bc: *body_consts,
+                    max_iters: *max_iters,
+                })
             }
             Prim::Cond { branches } => {
                 let branches = branches.iter().map(compile).collect::<Result<Vec<_>, _>>()?;
@@ -141,7 +162,11 @@ impl Control {
                     let (ins, outs, _) = frame.tables(scratch);
                     let (mut cur, mut nxt) = (scratch.add(frame.a), scratch.add(frame.b));
                     for k in 0..*nk {
-                        std::ptr::copy_nonoverlapping(input(nc + k), cur.add(frame.state_offs[k]), frame.state_bytes[k]);
+                        std::ptr::copy_nonoverlapping(
+                            input(nc + k),
+                            cur.add(frame.state_offs[k]),
+                            frame.state_bytes[k],
+                        );
                     }
                     for k in 0..*nc {
                         ins[k] = input(k);
@@ -162,7 +187,11 @@ impl Control {
                         std::mem::swap(&mut cur, &mut nxt);
                     }
                     for k in 0..*nk {
-                        std::ptr::copy_nonoverlapping(cur.add(frame.state_offs[k]), output(k), frame.state_bytes[k]);
+                        std::ptr::copy_nonoverlapping(
+                            cur.add(frame.state_offs[k]),
+                            output(k),
+                            frame.state_bytes[k],
+                        );
                     }
                 }
                 Control::While { cond, body, frame, cc, bc, max_iters } => {
@@ -170,7 +199,11 @@ impl Control {
                     let ns = frame.state_offs.len();
                     let (mut cur, mut nxt) = (scratch.add(frame.a), scratch.add(frame.b));
                     for k in 0..ns {
-                        std::ptr::copy_nonoverlapping(input(cc + bc + k), cur.add(frame.state_offs[k]), frame.state_bytes[k]);
+                        std::ptr::copy_nonoverlapping(
+                            input(cc + bc + k),
+                            cur.add(frame.state_offs[k]),
+                            frame.state_bytes[k],
+                        );
                     }
                     let mut iters = 0u64;
                     // The bound is checked first: once reached, `cond` is not run again (the interpreter's order).
@@ -198,7 +231,11 @@ impl Control {
                         iters += 1;
                     }
                     for k in 0..ns {
-                        std::ptr::copy_nonoverlapping(cur.add(frame.state_offs[k]), output(k), frame.state_bytes[k]);
+                        std::ptr::copy_nonoverlapping(
+                            cur.add(frame.state_offs[k]),
+                            output(k),
+                            frame.state_bytes[k],
+                        );
                     }
                 }
                 Control::Cond { branches, frame } => {

@@ -24,7 +24,10 @@ impl Pack {
         for k in (0..d.len().saturating_sub(1)).rev() {
             strides[k] = strides[k + 1] * d[k + 1];
         }
-        Pack { dims: order.iter().map(|&o| d[o]).collect(), src_strides: order.iter().map(|&o| strides[o]).collect() }
+        Pack {
+            dims: order.iter().map(|&o| d[o]).collect(),
+            src_strides: order.iter().map(|&o| strides[o]).collect(),
+        }
     }
 
     /// # Safety
@@ -75,7 +78,10 @@ impl DotPlan {
         preferred: Option<DType>,
     ) -> Result<DotPlan, CompileError> {
         if preferred.is_some_and(|p| p != lhs.dtype) {
-            return Err(CompileError::unsupported("dot_general", "preferred_element_type differing from the operands'"));
+            return Err(CompileError::unsupported(
+                "dot_general",
+                "preferred_element_type differing from the operands'",
+            ));
         }
         if lhs.rank() > MAX_RANK || rhs.rank() > MAX_RANK {
             return Err(CompileError::unsupported("dot_general", "rank over 16"));
@@ -108,7 +114,8 @@ impl DotPlan {
     /// Operands and output have the planned types; `scratch` has `scratch_bytes()` bytes.
     pub(crate) unsafe fn run(&self, lhs: *const u8, rhs: *const u8, out: *mut u8, scratch: *mut u8) {
         let s = self.dtype.size_bytes();
-        let (a, b) = (scratch, unsafe { scratch.add((self.batch * self.m * self.k * s).next_multiple_of(64)) });
+        let (a, b) =
+            (scratch, unsafe { scratch.add((self.batch * self.m * self.k * s).next_multiple_of(64)) });
         let (m, k, n) = (self.m, self.k, self.n);
         // SAFETY: per the contract; each batch addresses its own [m,k], [k,n], [m,n] blocks.
         unsafe {
@@ -125,8 +132,38 @@ impl DotPlan {
                 let (a, b, c) = (a.add(bi * m * k * s), b.add(bi * k * n * s), out.add(bi * m * n * s));
                 let (ki, ni) = (k as isize, n as isize);
                 match self.dtype {
-                    DType::F32 => matrixmultiply::sgemm(m, k, n, 1.0, a.cast(), ki, 1, b.cast(), ni, 1, 0.0, c.cast(), ni, 1),
-                    DType::F64 => matrixmultiply::dgemm(m, k, n, 1.0, a.cast(), ki, 1, b.cast(), ni, 1, 0.0, c.cast(), ni, 1),
+                    DType::F32 => matrixmultiply::sgemm(
+                        m,
+                        k,
+                        n,
+                        1.0,
+                        a.cast(),
+                        ki,
+                        1,
+                        b.cast(),
+                        ni,
+                        1,
+                        0.0,
+                        c.cast(),
+                        ni,
+                        1,
+                    ),
+                    DType::F64 => matrixmultiply::dgemm(
+                        m,
+                        k,
+                        n,
+                        1.0,
+                        a.cast(),
+                        ki,
+                        1,
+                        b.cast(),
+                        ni,
+                        1,
+                        0.0,
+                        c.cast(),
+                        ni,
+                        1,
+                    ),
                     DType::I32 | DType::U32 => int_gemm(m, k, n, a.cast(), b.cast(), c.cast()),
                     DType::Bool => bool_gemm(m, k, n, a, b, c),
                 }

@@ -163,7 +163,9 @@ impl Executable {
                     unsafe { (self.kernels[*k])(table.as_ptr()) };
                 }
                 // SAFETY (three arms): operand buffers have the types the plan was built for.
-                Op::Dot(d) => unsafe { d.run(ptr(&step.inputs[0]), ptr(&step.inputs[1]), ptr(&step.outputs[0]), scratch) },
+                Op::Dot(d) => unsafe {
+                    d.run(ptr(&step.inputs[0]), ptr(&step.inputs[1]), ptr(&step.outputs[0]), scratch)
+                },
                 Op::Control(c) => unsafe { c.run(step, &ptr, scratch) },
                 Op::Threefry(n) => unsafe {
                     let p = |k: usize| ptr(&step.inputs[k]).cast::<u32>().cast_const();
