@@ -20,12 +20,14 @@
 extern crate self as kiln;
 
 mod ad;
+mod jit;
 mod vmap;
 
 pub use ad::{
     Args, grad, grad_argnums, hessian, jacfwd, jacrev, jvp, linearize, value_and_grad, value_and_grad_aux,
     vjp,
 };
+pub use jit::{Compiled, Jit, jit};
 pub use kiln_ir as ir;
 pub use kiln_ir::DType;
 pub use kiln_trace::{
@@ -44,6 +46,7 @@ pub struct ReadmeDoctests;
 pub mod prelude {
     pub use crate::methods::{All, Axes};
     pub use crate::{AxisSpec, vmap, vmap_sized};
+    pub use crate::{Compiled, Jit, jit};
     pub use crate::{
         DType, Error, ScanOptions, Tensor, Traced, Tree, cond, scan, scan_with, switch, trace, where_,
         while_loop, while_loop_bounded,

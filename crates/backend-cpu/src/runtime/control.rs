@@ -214,8 +214,8 @@ impl Control {
                         for k in 0..ns {
                             ins[cc + k] = cur.add(frame.state_offs[k]);
                         }
-                        let mut pred_out = [pred];
-                        cond.run_raw(&ins[..cc + ns], &mut pred_out, scratch.add(frame.sub));
+                        let pred_out = [pred];
+                        cond.run_raw(&ins[..cc + ns], &pred_out, scratch.add(frame.sub));
                         if *pred == 0 {
                             break;
                         }
