@@ -22,6 +22,7 @@ extern crate self as kiln;
 mod ad;
 mod checkpoint_policy;
 mod custom;
+mod jit;
 mod vmap;
 
 pub use ad::{
@@ -30,6 +31,7 @@ pub use ad::{
 };
 pub use checkpoint_policy::{Checkpoint, checkpoint_policy, with_checkpoint};
 pub use custom::{checkpoint, custom_jvp, custom_vjp};
+pub use jit::{Compiled, Jit, jit};
 pub use kiln_ir as ir;
 pub use kiln_ir::DType;
 pub use kiln_trace::{
@@ -49,6 +51,7 @@ pub mod prelude {
     pub use crate::methods::{All, Axes};
     pub use crate::{AxisSpec, vmap, vmap_sized};
     pub use crate::{Checkpoint, with_checkpoint};
+    pub use crate::{Compiled, Jit, jit};
     pub use crate::{
         DType, Error, ScanOptions, Tensor, Traced, Tree, cond, scan, scan_with, switch, trace, where_,
         while_loop, while_loop_bounded,

@@ -1,1 +1,21 @@
-//! Placeholder: see the crate description; filled in by later issues.
+//! kiln's CPU backend: compiles a [`kiln_ir::Function`] to native code with Cranelift.
+//!
+//! Pipeline ([`compile`]):
+//! 1. [`fusion`](crate::fusion): greedy producer→consumer fusion decides which equations are computed
+//!    inline inside their consumer's kernel, which are kernel roots, and which are runtime steps;
+//! 2. `plan`: steps over buffers, with intermediate buffers placed in one arena by liveness;
+//! 3. `codegen`: one Cranelift function per kernel, a loop nest over the root's output computing each
+//!    element through the fused producers' index arithmetic;
+//! 4. `runtime`: [`Executable::run`] walks the steps — kernels, gemm, control flow over compiled
+//!    sub-functions — with an arena pool kept between calls. The interpreter is never used.
+#![deny(missing_docs)]
+
+mod codegen;
+mod error;
+mod fusion;
+mod plan;
+mod runtime;
+
+pub use error::CompileError;
+pub use plan::compile;
+pub use runtime::{ArgumentError, Executable};

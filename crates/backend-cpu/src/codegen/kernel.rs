@@ -1,0 +1,603 @@
+//! Builds one kernel: the loop nest over the root's output and the per-primitive `value` table.
+
+use super::scalar;
+use crate::CompileError;
+use cranelift_codegen::ir::{
+    AbiParam, FuncRef, Function as ClifFunction, InstBuilder, MemFlagsData, Type, Value, condcodes::IntCC,
+    types,
+};
+use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
+use cranelift_jit::JITModule;
+use cranelift_module::{Linkage, Module};
+use kiln_ir::{ArgOp, DType, Eqn, Function, IndexMode, Prim, Var};
+use std::collections::HashMap;
+
+pub(super) type R<T> = Result<T, CompileError>;
+
+/// The Cranelift type holding a dtype's elements (bool is one byte, 0 or 1).
+pub(super) fn clif_type(dt: DType) -> Type {
+    match dt {
+        DType::F32 => types::F32,
+        DType::F64 => types::F64,
+        DType::I32 | DType::U32 => types::I32,
+        DType::Bool => types::I8,
+    }
+}
+
+/// Loads and stores only ever touch in-bounds addresses (indices are clamped before use).
+fn mem() -> MemFlagsData {
+    MemFlagsData::new().with_notrap()
+}
+
+/// Compiles the kernel rooted at `f.eqns[root]` into `func`; returns its leaves (table order).
+pub(super) fn build(
+    module: &mut JITModule,
+    func: &mut ClifFunction,
+    fctx: &mut FunctionBuilderContext,
+    f: &Function,
+    root: usize,
+    inline: &[Option<usize>],
+) -> R<Vec<Var>> {
+    let mut leaves = Vec::new();
+    collect_leaves(f, &f.eqns[root], inline, &mut leaves);
+    let mut b = FunctionBuilder::new(func, fctx);
+    let entry = b.create_block();
+    b.append_block_params_for_function_params(entry);
+    b.switch_to_block(entry);
+    let table = b.block_params(entry)[0];
+    let mut bases = HashMap::new();
+    for (k, v) in leaves.iter().enumerate() {
+        let p = b.ins().load(types::I64, mem(), table, (k * 8) as i32);
+        bases.insert(*v, p);
+    }
+    let out_base = b.ins().load(types::I64, mem(), table, (leaves.len() * 8) as i32);
+    let mut em = Emitter { b, f, inline, bases, module, callbacks: HashMap::new() };
+    let e = &f.eqns[root];
+    let out_ty = f.var_type(e.outputs[0]).clone();
+    let dims = out_ty.shape.dims().to_vec();
+    if out_ty.shape.size() > 0 {
+        em.for_each_index(&dims, &mut |s, idx| {
+            let v = s.eqn_value(e, idx)?;
+            let off = s.offset(&dims, idx);
+            s.store(out_ty.dtype, out_base, off, v);
+            Ok(())
+        })?;
+    }
+    em.b.ins().return_(&[]);
+    em.b.seal_all_blocks();
+    let cfg = em.module.target_config();
+    em.b.finalize(cfg);
+    Ok(leaves)
+}
+
+/// The materialized variables the kernel reads, in first-use order.
+fn collect_leaves(f: &Function, e: &Eqn, inline: &[Option<usize>], out: &mut Vec<Var>) {
+    for v in &e.inputs {
+        match inline[v.index()] {
+            Some(p) => collect_leaves(f, &f.eqns[p], inline, out),
+            None if !out.contains(v) => out.push(*v),
+            None => {}
+        }
+    }
+}
+
+/// Code generation state for one kernel.
+pub(super) struct Emitter<'a, 'b> {
+    pub(super) b: FunctionBuilder<'b>,
+    f: &'a Function,
+    inline: &'a [Option<usize>],
+    bases: HashMap<Var, Value>,
+    module: &'a mut JITModule,
+    callbacks: HashMap<&'static str, FuncRef>,
+}
+
+type Body<'x, 'a, 'b> = dyn FnMut(&mut Emitter<'a, 'b>, &[Value]) -> R<()> + 'x;
+
+impl<'a, 'b> Emitter<'a, 'b> {
+    // ---- loops and index arithmetic -------------------------------------------------------------
+
+    /// `for i in 0..n { body(i) }` with `n` an i64 value.
+    fn for_range(&mut self, n: Value, body: &mut dyn FnMut(&mut Self, Value) -> R<()>) -> R<()> {
+        let var = self.b.declare_var(types::I64);
+        let zero = self.b.ins().iconst(types::I64, 0);
+        self.b.def_var(var, zero);
+        let (header, body_blk, exit) = (self.b.create_block(), self.b.create_block(), self.b.create_block());
+        self.b.ins().jump(header, &[]);
+        self.b.switch_to_block(header);
+        let i = self.b.use_var(var);
+        let more = self.b.ins().icmp(IntCC::SignedLessThan, i, n);
+        self.b.ins().brif(more, body_blk, &[], exit, &[]);
+        self.b.switch_to_block(body_blk);
+        body(self, i)?;
+        let next = self.b.ins().iadd_imm_s(i, 1);
+        self.b.def_var(var, next);
+        self.b.ins().jump(header, &[]);
+        self.b.switch_to_block(exit);
+        Ok(())
+    }
+
+    /// Row-major nested loops over `dims`, calling `body` with the multi-index.
+    fn for_each_index(&mut self, dims: &[usize], body: &mut Body<'_, 'a, 'b>) -> R<()> {
+        let mut prefix = Vec::with_capacity(dims.len());
+        self.nest(dims, &mut prefix, body)
+    }
+
+    fn nest(&mut self, dims: &[usize], prefix: &mut Vec<Value>, body: &mut Body<'_, 'a, 'b>) -> R<()> {
+        if prefix.len() == dims.len() {
+            return body(self, prefix);
+        }
+        let n = self.iconst(dims[prefix.len()] as i64);
+        self.for_range(n, &mut |s, i| {
+            prefix.push(i);
+            let r = s.nest(dims, prefix, body);
+            prefix.pop();
+            r
+        })
+    }
+
+    pub(super) fn iconst(&mut self, x: i64) -> Value {
+        self.b.ins().iconst(types::I64, x)
+    }
+
+    /// Row-major flat offset of `idx` in an array of shape `dims`.
+    fn offset(&mut self, dims: &[usize], idx: &[Value]) -> Value {
+        let mut acc = self.iconst(0);
+        for (k, &i) in idx.iter().enumerate() {
+            let scaled = self.b.ins().imul_imm_s(acc, dims[k] as i64);
+            acc = self.b.ins().iadd(scaled, i);
+        }
+        acc
+    }
+
+    /// The multi-index of flat offset `lin` in shape `dims`.
+    fn unravel(&mut self, lin: Value, dims: &[usize]) -> Vec<Value> {
+        let mut out = vec![lin; dims.len()];
+        let mut rest = lin;
+        for k in (0..dims.len()).rev() {
+            let n = dims[k].max(1) as i64;
+            let q = self.b.ins().udiv_imm_s(rest, n);
+            let qn = self.b.ins().imul_imm_s(q, n);
+            out[k] = self.b.ins().isub(rest, qn);
+            rest = q;
+        }
+        out
+    }
+
+    /// `x` clamped into `[lo, hi]` (i64).
+    fn clamp(&mut self, x: Value, lo: i64, hi: i64) -> Value {
+        let (l, h) = (self.iconst(lo), self.iconst(hi));
+        let x = self.b.ins().smax(x, l);
+        self.b.ins().smin(x, h)
+    }
+
+    fn address(&mut self, dt: DType, base: Value, off: Value) -> Value {
+        let bytes = self.b.ins().imul_imm_s(off, dt.size_bytes() as i64);
+        self.b.ins().iadd(base, bytes)
+    }
+
+    fn load(&mut self, dt: DType, base: Value, off: Value) -> Value {
+        let addr = self.address(dt, base, off);
+        self.b.ins().load(clif_type(dt), mem(), addr, 0)
+    }
+
+    fn store(&mut self, dt: DType, base: Value, off: Value, v: Value) {
+        let addr = self.address(dt, base, off);
+        self.b.ins().store(mem(), v, addr, 0);
+    }
+
+    /// Calls an `extern "C"` math routine registered in [`crate::runtime::math::symbols`].
+    pub(super) fn call(&mut self, name: &'static str, ty: Type, args: &[Value]) -> R<Value> {
+        let fref = match self.callbacks.get(name) {
+            Some(r) => *r,
+            None => {
+                let mut sig = self.module.make_signature();
+                sig.params.extend(args.iter().map(|_| AbiParam::new(ty)));
+                sig.returns.push(AbiParam::new(ty));
+                let id = self
+                    .module
+                    .declare_function(name, Linkage::Import, &sig)
+                    .map_err(|e| CompileError::Codegen(e.to_string()))?;
+                let r = self.module.declare_func_in_func(id, self.b.func);
+                self.callbacks.insert(name, r);
+                r
+            }
+        };
+        let call = self.b.ins().call(fref, args);
+        Ok(self.b.inst_results(call)[0])
+    }
+
+    // ---- values ---------------------------------------------------------------------------------
+
+    /// The value of variable `v` at multi-index `idx`: computed inline, or loaded from its buffer.
+    fn value(&mut self, v: Var, idx: &[Value]) -> R<Value> {
+        let f = self.f;
+        match self.inline[v.index()] {
+            Some(p) => self.eqn_value(&f.eqns[p], idx),
+            None => {
+                let base = self.bases[&v];
+                let dims = f.var_type(v).shape.dims().to_vec();
+                let off = self.offset(&dims, idx);
+                Ok(self.load(f.dtype(v), base, off))
+            }
+        }
+    }
+
+    /// Like [`Emitter::value`], but a rank-0 operand is broadcast (select's predicate, clamp's bounds).
+    fn value_or_scalar(&mut self, v: Var, idx: &[Value]) -> R<Value> {
+        if self.f.var_type(v).rank() == 0 { self.value(v, &[]) } else { self.value(v, idx) }
+    }
+
+    /// An integer scalar operand (a dynamic index) widened to i64 by its signedness.
+    fn index_at(&mut self, v: Var, idx: &[Value]) -> R<Value> {
+        let x = self.value(v, idx)?;
+        Ok(match self.f.dtype(v) {
+            DType::U32 => self.b.ins().uextend(types::I64, x),
+            DType::I32 | DType::F32 | DType::F64 | DType::Bool => self.b.ins().sextend(types::I64, x),
+        })
+    }
+
+    /// The per-primitive table: the value of `e`'s (single) output at `idx`.
+    fn eqn_value(&mut self, e: &'a Eqn, idx: &[Value]) -> R<Value> {
+        let f = self.f;
+        let ins = &e.inputs;
+        let dims_of = |k: usize| f.var_type(ins[k]).shape.dims().to_vec();
+        let dt = |k: usize| f.dtype(ins[k]);
+        match &e.prim {
+            Prim::Unary(op) => {
+                let x = self.value(ins[0], idx)?;
+                scalar::unary(self, *op, dt(0), x)
+            }
+            Prim::Binary(op) => {
+                let x = self.value(ins[0], idx)?;
+                let y = self.value(ins[1], idx)?;
+                scalar::binary(self, *op, dt(0), x, y)
+            }
+            Prim::Compare(op) => {
+                let x = self.value(ins[0], idx)?;
+                let y = self.value(ins[1], idx)?;
+                Ok(scalar::compare(self, *op, dt(0), x, y))
+            }
+            Prim::Select => {
+                let p = self.value_or_scalar(ins[0], idx)?;
+                let t = self.value(ins[1], idx)?;
+                let o = self.value(ins[2], idx)?;
+                Ok(self.b.ins().select(p, t, o))
+            }
+            Prim::Clamp => {
+                // XLA: min(max(x, lo), hi), NaN propagating like max/min.
+                let lo = self.value_or_scalar(ins[0], idx)?;
+                let x = self.value(ins[1], idx)?;
+                let hi = self.value_or_scalar(ins[2], idx)?;
+                let m = scalar::binary(self, kiln_ir::BinaryOp::Max, dt(1), x, lo)?;
+                scalar::binary(self, kiln_ir::BinaryOp::Min, dt(1), m, hi)
+            }
+            Prim::ConvertElementType { dtype } => {
+                let x = self.value(ins[0], idx)?;
+                Ok(scalar::convert(self, dt(0), *dtype, x))
+            }
+            Prim::BitcastConvertType { dtype } => {
+                let x = self.value(ins[0], idx)?;
+                scalar::bitcast(self, dt(0), *dtype, x)
+            }
+            Prim::Iota { dtype, dimension, .. } => scalar::from_index(self, idx[*dimension], *dtype),
+            Prim::BroadcastInDim { broadcast_dimensions, .. } => {
+                let in_dims = dims_of(0);
+                let zero = self.iconst(0);
+                let j: Vec<Value> = in_dims
+                    .iter()
+                    .zip(broadcast_dimensions)
+                    .map(|(&n, &d)| if n == 1 { zero } else { idx[d] })
+                    .collect();
+                self.value(ins[0], &j)
+            }
+            Prim::Reshape { .. } => {
+                let out_dims = f.var_type(e.outputs[0]).shape.dims().to_vec();
+                let lin = self.offset(&out_dims, idx);
+                let j = self.unravel(lin, &dims_of(0));
+                self.value(ins[0], &j)
+            }
+            Prim::Transpose { permutation } => {
+                let mut j = idx.to_vec();
+                for (i, &p) in permutation.iter().enumerate() {
+                    j[p] = idx[i];
+                }
+                self.value(ins[0], &j)
+            }
+            Prim::Rev { dimensions } => {
+                let in_dims = dims_of(0);
+                let mut j = idx.to_vec();
+                for &d in dimensions {
+                    let last = self.iconst(in_dims[d] as i64 - 1);
+                    j[d] = self.b.ins().isub(last, idx[d]);
+                }
+                self.value(ins[0], &j)
+            }
+            Prim::Slice { start, strides, .. } => {
+                let mut j = idx.to_vec();
+                for d in 0..idx.len() {
+                    let scaled = self.b.ins().imul_imm_s(idx[d], strides[d] as i64);
+                    j[d] = self.b.ins().iadd_imm_s(scaled, start[d] as i64);
+                }
+                self.value(ins[0], &j)
+            }
+            Prim::DynamicSlice { slice_sizes } => {
+                let in_dims = dims_of(0);
+                let mut j = idx.to_vec();
+                for d in 0..idx.len() {
+                    let s = self.index_at(ins[1 + d], &[])?;
+                    let s = self.clamp(s, 0, (in_dims[d] - slice_sizes[d]) as i64);
+                    j[d] = self.b.ins().iadd(s, idx[d]);
+                }
+                self.value(ins[0], &j)
+            }
+            Prim::DynamicUpdateSlice => self.dynamic_update_slice(e, idx),
+            Prim::Concatenate { dimension } => self.concatenate(e, *dimension, idx),
+            Prim::Pad { low, interior, .. } => self.pad(e, low, interior, idx),
+            Prim::Reduce { op, axes } => {
+                let in_dims = dims_of(0);
+                let mut reduced = axes.clone();
+                reduced.sort_unstable();
+                let kept: Vec<usize> = (0..in_dims.len()).filter(|d| !axes.contains(d)).collect();
+                let red_dims: Vec<usize> = reduced.iter().map(|&d| in_dims[d]).collect();
+                let ty = clif_type(dt(0));
+                let acc = self.b.declare_var(ty);
+                let init = scalar::reduce_identity(self, *op, dt(0));
+                self.b.def_var(acc, init);
+                let x = ins[0];
+                self.for_each_index(&red_dims, &mut |s, ridx| {
+                    let full: Vec<Value> = (0..in_dims.len())
+                        .map(|d| match reduced.iter().position(|&r| r == d) {
+                            Some(k) => ridx[k],
+                            None => idx[kept.iter().position(|&q| q == d).expect("kept dim")],
+                        })
+                        .collect();
+                    let v = s.value(x, &full)?;
+                    let a = s.b.use_var(acc);
+                    let c = scalar::reduce_combine(s, *op, dt(0), a, v);
+                    s.b.def_var(acc, c);
+                    Ok(())
+                })?;
+                Ok(self.b.use_var(acc))
+            }
+            Prim::ArgReduce { op, axis, index_dtype } => self.arg_reduce(e, *op, *axis, *index_dtype, idx),
+            Prim::Cumulative { op, axis, reverse } => {
+                let in_dims = dims_of(0);
+                let n = in_dims[*axis] as i64;
+                let rop = scalar::cumulative_reduce_op(*op);
+                let acc = self.b.declare_var(clif_type(dt(0)));
+                let init = scalar::reduce_identity(self, rop, dt(0));
+                self.b.def_var(acc, init);
+                // Recomputes the prefix per element (quadratic along the axis; the runtime scan
+                // replaces it later); the combination order is the interpreter's, so bits agree.
+                let k = idx[*axis];
+                let count = if *reverse {
+                    let nn = self.iconst(n);
+                    self.b.ins().isub(nn, k)
+                } else {
+                    self.b.ins().iadd_imm_s(k, 1)
+                };
+                let x = ins[0];
+                let axis = *axis;
+                let reverse = *reverse;
+                self.for_range(count, &mut |s, t| {
+                    let mut j = idx.to_vec();
+                    j[axis] = if reverse {
+                        let last = s.iconst(n - 1);
+                        s.b.ins().isub(last, t)
+                    } else {
+                        t
+                    };
+                    let v = s.value(x, &j)?;
+                    let a = s.b.use_var(acc);
+                    let c = scalar::reduce_combine(s, rop, dt(0), a, v);
+                    s.b.def_var(acc, c);
+                    Ok(())
+                })?;
+                Ok(self.b.use_var(acc))
+            }
+            Prim::Gather { axis, batch_dims, mode } => self.gather(e, *axis, *batch_dims, *mode, idx),
+            Prim::StopGradient => self.value(ins[0], idx),
+            Prim::Sort { .. }
+            | Prim::DotGeneral { .. }
+            | Prim::Scatter { .. }
+            | Prim::SegmentSum { .. }
+            | Prim::Threefry2x32
+            | Prim::CustomJvpCall { .. }
+            | Prim::CustomVjpCall { .. }
+            | Prim::Scan { .. }
+            | Prim::WhileLoop { .. }
+            | Prim::Cond { .. }
+            | Prim::Call { .. }
+            | Prim::Checkpoint { .. } => {
+                Err(CompileError::Codegen(format!("{} reached a kernel (fusion bug)", e.prim.name())))
+            }
+        }
+    }
+
+    fn dynamic_update_slice(&mut self, e: &'a Eqn, idx: &[Value]) -> R<Value> {
+        let f = self.f;
+        let (op, upd) = (e.inputs[0], e.inputs[1]);
+        let in_dims = f.var_type(op).shape.dims().to_vec();
+        let up_dims = f.var_type(upd).shape.dims().to_vec();
+        let old = self.value(op, idx)?;
+        if up_dims.contains(&0) {
+            return Ok(old);
+        }
+        let mut inside = self.b.ins().iconst(types::I8, 1);
+        let mut j = idx.to_vec();
+        for d in 0..idx.len() {
+            let s = self.index_at(e.inputs[2 + d], &[])?;
+            let s = self.clamp(s, 0, (in_dims[d] - up_dims[d]) as i64);
+            let rel = self.b.ins().isub(idx[d], s);
+            let ge = self.b.ins().icmp_imm_s(IntCC::SignedGreaterThanOrEqual, rel, 0);
+            let lt = self.b.ins().icmp_imm_s(IntCC::SignedLessThan, rel, up_dims[d] as i64);
+            let both = self.b.ins().band(ge, lt);
+            inside = self.b.ins().band(inside, both);
+            j[d] = self.clamp(rel, 0, up_dims[d] as i64 - 1);
+        }
+        let new = self.value(upd, &j)?;
+        Ok(self.b.ins().select(inside, new, old))
+    }
+
+    fn concatenate(&mut self, e: &'a Eqn, dim: usize, idx: &[Value]) -> R<Value> {
+        let f = self.f;
+        // (operand, offset, size) of the non-empty operands along `dim`.
+        let mut parts = Vec::new();
+        let mut off = 0usize;
+        for &v in &e.inputs {
+            let n = f.var_type(v).shape[dim];
+            if n > 0 {
+                parts.push((v, off, n));
+            }
+            off += n;
+        }
+        let mut result = None;
+        for &(v, off, n) in parts.iter().rev() {
+            let mut j = idx.to_vec();
+            let rel = self.b.ins().iadd_imm_s(idx[dim], -(off as i64));
+            j[dim] = self.clamp(rel, 0, n as i64 - 1);
+            let x = self.value(v, &j)?;
+            result = Some(match result {
+                None => x,
+                Some(later) => {
+                    let here = self.b.ins().icmp_imm_s(IntCC::SignedLessThan, idx[dim], (off + n) as i64);
+                    self.b.ins().select(here, x, later)
+                }
+            });
+        }
+        result.ok_or_else(|| CompileError::Codegen("concatenate of empty operands reached a kernel".into()))
+    }
+
+    fn pad(&mut self, e: &'a Eqn, low: &[i64], interior: &[usize], idx: &[Value]) -> R<Value> {
+        let f = self.f;
+        let (x, p) = (e.inputs[0], e.inputs[1]);
+        let pv = self.value(p, &[])?;
+        let in_dims = f.var_type(x).shape.dims().to_vec();
+        if in_dims.contains(&0) {
+            return Ok(pv);
+        }
+        let mut valid = self.b.ins().iconst(types::I8, 1);
+        let mut j = idx.to_vec();
+        for d in 0..idx.len() {
+            let t = self.b.ins().iadd_imm_s(idx[d], -low[d]);
+            let step = interior[d] as i64 + 1;
+            let q = if step == 1 {
+                t
+            } else {
+                // Only used where t ≥ 0 (else `valid` is false), so truncating division is fine.
+                let q = self.b.ins().sdiv_imm_s(t, step);
+                let back = self.b.ins().imul_imm_s(q, step);
+                let on_grid = self.b.ins().icmp(IntCC::Equal, back, t);
+                valid = self.b.ins().band(valid, on_grid);
+                q
+            };
+            let ge = self.b.ins().icmp_imm_s(IntCC::SignedGreaterThanOrEqual, t, 0);
+            let lt = self.b.ins().icmp_imm_s(IntCC::SignedLessThan, q, in_dims[d] as i64);
+            let both = self.b.ins().band(ge, lt);
+            valid = self.b.ins().band(valid, both);
+            j[d] = self.clamp(q, 0, in_dims[d] as i64 - 1);
+        }
+        let v = self.value(x, &j)?;
+        Ok(self.b.ins().select(valid, v, pv))
+    }
+
+    fn arg_reduce(
+        &mut self,
+        e: &'a Eqn,
+        op: ArgOp,
+        axis: usize,
+        index_dtype: DType,
+        idx: &[Value],
+    ) -> R<Value> {
+        let f = self.f;
+        let x = e.inputs[0];
+        let dt = f.dtype(x);
+        let n = f.var_type(x).shape[axis];
+        let ity = clif_type(index_dtype);
+        if n == 0 {
+            return Ok(self.b.ins().iconst(ity, 0));
+        }
+        let with_axis = |i: Value| {
+            let mut j = idx[..axis].to_vec();
+            j.push(i);
+            j.extend_from_slice(&idx[axis..]);
+            j
+        };
+        let zero = self.iconst(0);
+        let first = self.value(x, &with_axis(zero))?;
+        let (best_i, best_v, done) = (
+            self.b.declare_var(types::I64),
+            self.b.declare_var(clif_type(dt)),
+            self.b.declare_var(types::I8),
+        );
+        self.b.def_var(best_i, zero);
+        self.b.def_var(best_v, first);
+        let no = self.b.ins().iconst(types::I8, 0);
+        self.b.def_var(done, no);
+        let nv = self.iconst(n as i64);
+        self.for_range(nv, &mut |s, i| {
+            let v = s.value(x, &with_axis(i))?;
+            let (bi, bv, dn) = (s.b.use_var(best_i), s.b.use_var(best_v), s.b.use_var(done));
+            let nan = scalar::is_nan(s, dt, v);
+            // Strict comparisons keep the first of equal values; the first NaN wins (numpy).
+            let better = scalar::compare(
+                s,
+                match op {
+                    ArgOp::Max => kiln_ir::CompareOp::Gt,
+                    ArgOp::Min => kiln_ir::CompareOp::Lt,
+                },
+                dt,
+                v,
+                bv,
+            );
+            let live = s.b.ins().icmp_imm_s(IntCC::Equal, dn, 0);
+            let hit = s.b.ins().bor(nan, better);
+            let take = s.b.ins().band(live, hit);
+            let ni = s.b.ins().select(take, i, bi);
+            let nv = s.b.ins().select(take, v, bv);
+            let nd = s.b.ins().bor(dn, nan);
+            s.b.def_var(best_i, ni);
+            s.b.def_var(best_v, nv);
+            s.b.def_var(done, nd);
+            Ok(())
+        })?;
+        let bi = self.b.use_var(best_i);
+        Ok(self.b.ins().ireduce(ity, bi))
+    }
+
+    fn gather(
+        &mut self,
+        e: &'a Eqn,
+        axis: usize,
+        batch_dims: usize,
+        mode: IndexMode,
+        r: &[Value],
+    ) -> R<Value> {
+        let f = self.f;
+        let (x, ind) = (e.inputs[0], e.inputs[1]);
+        let dt = f.dtype(x);
+        let size = f.var_type(x).shape[axis] as i64;
+        let nidx = f.var_type(ind).rank() - batch_dims;
+        let fill = scalar::gather_fill(self, dt);
+        if size == 0 {
+            // No element to clamp to: both modes read the fill value (the interpreter's rule).
+            return Ok(fill);
+        }
+        let ind_idx: Vec<Value> = r[..batch_dims].iter().chain(&r[axis..axis + nidx]).copied().collect();
+        let i = self.index_at(ind, &ind_idx)?;
+        let clamped = self.clamp(i, 0, size - 1);
+        let mut j: Vec<Value> = r[..axis].to_vec();
+        j.push(clamped);
+        j.extend_from_slice(&r[axis + nidx..]);
+        let v = self.value(x, &j)?;
+        match mode {
+            IndexMode::Clip => Ok(v),
+            IndexMode::FillOrDrop => {
+                let ge = self.b.ins().icmp_imm_s(IntCC::SignedGreaterThanOrEqual, i, 0);
+                let lt = self.b.ins().icmp_imm_s(IntCC::SignedLessThan, i, size);
+                let ok = self.b.ins().band(ge, lt);
+                Ok(self.b.ins().select(ok, v, fill))
+            }
+        }
+    }
+}

@@ -1,0 +1,127 @@
+//! Cranelift code generation: one native function per fused kernel.
+//!
+//! A kernel is a loop nest over its root's output index space; at each index the root's value is
+//! computed by [`kernel`]'s per-primitive `value` function, which recurses into inlined producers
+//! with transformed indices (broadcast, transpose, slice, ...) and loads from materialized buffers at
+//! the leaves. Shapes and strides are baked in as immediates; the only argument is a table of base
+//! pointers (the leaves in order, then the output).
+//!
+//! Elementwise arithmetic is in [`scalar`]. Transcendentals call `extern "C"` Rust functions per
+//! element ([`crate::runtime::math`]) — the slow path, to be replaced by inline polynomials or tile
+//! calls (see `shared/research/tech-cranelift-egg.md` §1.4).
+
+mod kernel;
+mod scalar;
+
+use crate::CompileError;
+use cranelift_codegen::ir::{AbiParam, types};
+use cranelift_codegen::settings::{self, Configurable};
+use cranelift_jit::{JITBuilder, JITModule};
+use cranelift_module::{Module, default_libcall_names};
+use kiln_ir::{Function, Var};
+
+/// The native signature of every kernel: `fn(table: *const *mut u8)`.
+pub(crate) type KernelFn = unsafe extern "C" fn(*const *mut u8);
+
+/// The most operands (leaves plus output) one kernel may take; the runtime passes the pointer table
+/// on the stack.
+pub(crate) const MAX_KERNEL_OPERANDS: usize = 256;
+
+/// Owns the JIT module whose code the kernels point into; frees the code on drop.
+pub(crate) struct Code {
+    module: Option<JITModule>,
+}
+
+// SAFETY: after `finalize_definitions` the module is never used again except to be freed on drop;
+// the code it owns is immutable and position-independent of threads.
+unsafe impl Send for Code {}
+// SAFETY: as above: no `&self` method touches the module.
+unsafe impl Sync for Code {}
+
+impl Drop for Code {
+    fn drop(&mut self) {
+        if let Some(m) = self.module.take() {
+            // SAFETY: the executable that held function pointers into this module is being dropped
+            // with it (`Code` is only owned by `Executable`), so no pointer outlives the memory.
+            unsafe { m.free_memory() };
+        }
+    }
+}
+
+/// Compiles kernels into one JIT module.
+pub(crate) struct Jit {
+    module: JITModule,
+    ctx: cranelift_codegen::Context,
+    fctx: cranelift_frontend::FunctionBuilderContext,
+    pending: Vec<(cranelift_module::FuncId, usize)>,
+    count: usize,
+}
+
+impl Jit {
+    /// A JIT for the host CPU, with the Rust math callbacks registered.
+    pub(crate) fn new() -> Result<Jit, CompileError> {
+        let err = |e: &dyn std::fmt::Display| CompileError::Codegen(e.to_string());
+        let mut flags = settings::builder();
+        flags.set("use_colocated_libcalls", "false").map_err(|e| err(&e))?;
+        flags.set("is_pic", "false").map_err(|e| err(&e))?;
+        flags.set("opt_level", "speed").map_err(|e| err(&e))?;
+        let isa = cranelift_native::builder()
+            .map_err(|e| err(&e))?
+            .finish(settings::Flags::new(flags))
+            .map_err(|e| err(&e))?;
+        let mut builder = JITBuilder::with_isa(isa, default_libcall_names());
+        for (name, ptr) in crate::runtime::math::symbols() {
+            builder.symbol(name, ptr);
+        }
+        let module = JITModule::new(builder);
+        let ctx = module.make_context();
+        Ok(Jit { module, ctx, fctx: Default::default(), pending: Vec::new(), count: 0 })
+    }
+
+    /// Compiles the kernel rooted at equation `root` of `f` (`inline[v]`: the equation computing an
+    /// inlined variable `v`). Returns a handle to resolve after [`Jit::finish`] and the leaves, in
+    /// pointer-table order (the output comes after them).
+    pub(crate) fn kernel(
+        &mut self,
+        f: &Function,
+        root: usize,
+        inline: &[Option<usize>],
+    ) -> Result<(usize, Vec<Var>), CompileError> {
+        let ptr = self.module.target_config().pointer_type();
+        self.module.clear_context(&mut self.ctx);
+        self.ctx.func.signature.params.push(AbiParam::new(ptr));
+        let leaves = kernel::build(&mut self.module, &mut self.ctx.func, &mut self.fctx, f, root, inline)?;
+        if leaves.len() + 1 > MAX_KERNEL_OPERANDS {
+            return Err(CompileError::unsupported(f.eqns[root].prim.name(), "kernel with over 255 operands"));
+        }
+        let name = format!("kernel{}", self.count);
+        self.count += 1;
+        let sig = self.ctx.func.signature.clone();
+        let id = self
+            .module
+            .declare_function(&name, cranelift_module::Linkage::Local, &sig)
+            .map_err(|e| CompileError::Codegen(e.to_string()))?;
+        self.module
+            .define_function(id, &mut self.ctx)
+            .map_err(|e| CompileError::Codegen(format!("{e:?}")))?;
+        let handle = self.pending.len();
+        self.pending.push((id, handle));
+        let _ = types::I64;
+        Ok((handle, leaves))
+    }
+
+    /// Links everything; returns the kernels' entry points (by handle) and the code's owner.
+    pub(crate) fn finish(mut self) -> Result<(Vec<KernelFn>, Code), CompileError> {
+        self.module.finalize_definitions().map_err(|e| CompileError::Codegen(e.to_string()))?;
+        let fns = self
+            .pending
+            .iter()
+            .map(|(id, _)| {
+                let p = self.module.get_finalized_function(*id);
+                // SAFETY: every kernel was defined with the signature `fn(*const *mut u8)` (SysV).
+                unsafe { std::mem::transmute::<*const u8, KernelFn>(p) }
+            })
+            .collect();
+        Ok((fns, Code { module: Some(self.module) }))
+    }
+}

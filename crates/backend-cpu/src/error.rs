@@ -1,0 +1,24 @@
+//! Errors of compilation.
+
+/// Why a [`crate::Function`](kiln_ir::Function) could not be compiled.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum CompileError {
+    /// The backend has no lowering (yet) for this primitive, or for this primitive on these dtypes.
+    /// Never a wrong number: the caller gets this error instead.
+    #[error("the CPU backend cannot lower `{prim}` yet{}", if detail.is_empty() { String::new() } else { format!(" ({detail})") })]
+    Unsupported {
+        /// The primitive's name.
+        prim: &'static str,
+        /// What exactly is missing (dtype, parameter), possibly empty.
+        detail: String,
+    },
+    /// Cranelift rejected the generated code (a backend bug).
+    #[error("cranelift: {0}")]
+    Codegen(String),
+}
+
+impl CompileError {
+    pub(crate) fn unsupported(prim: &'static str, detail: impl Into<String>) -> CompileError {
+        CompileError::Unsupported { prim, detail: detail.into() }
+    }
+}

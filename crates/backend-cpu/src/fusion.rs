@@ -1,0 +1,110 @@
+//! Greedy producer→consumer fusion: decides, per equation, whether it is computed inline inside the
+//! kernel of its consumer, is the root of a kernel (its result materialized in a buffer), or runs as a
+//! runtime step (gemm, sort, scatter, control flow).
+//!
+//! The rule (deliberately simple; the equality-saturation pass improves on it later): an equation a
+//! kernel can express as "value at an output index" is inlined into its consumer when its result has
+//! exactly one use and that use is itself in a kernel; broadcasts and iotas, which cost nothing to
+//! recompute, are inlined into every kernel consumer. Reductions and prefix scans are always kernel
+//! roots (inlining them would recompute a whole loop per consumer element).
+
+use kiln_ir::{Function, Prim};
+
+/// How an equation is executed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Role {
+    /// Computed inside the kernel of its (only) consumer, never materialized.
+    Inline,
+    /// The root of a JIT kernel that writes its result to a buffer.
+    Kernel,
+    /// A runtime step (Rust routine or control flow over compiled sub-functions).
+    Runtime,
+}
+
+/// What kind of lowering a primitive has — the one table that says where each primitive goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Lowering {
+    /// An index map or elementwise op: cheap, any consumer may recompute it.
+    Inlinable,
+    /// Expressible in a kernel, but only as a root (it loops over an axis).
+    RootOnly,
+    /// A runtime step.
+    Runtime,
+}
+
+fn lowering(prim: &Prim) -> Lowering {
+    match prim {
+        Prim::Unary(_)
+        | Prim::Binary(_)
+        | Prim::Compare(_)
+        | Prim::Select
+        | Prim::Clamp
+        | Prim::ConvertElementType { .. }
+        | Prim::BitcastConvertType { .. }
+        | Prim::Iota { .. }
+        | Prim::BroadcastInDim { .. }
+        | Prim::Reshape { .. }
+        | Prim::Transpose { .. }
+        | Prim::Rev { .. }
+        | Prim::Slice { .. }
+        | Prim::DynamicSlice { .. }
+        | Prim::DynamicUpdateSlice
+        | Prim::Concatenate { .. }
+        | Prim::Pad { .. }
+        | Prim::Gather { .. }
+        | Prim::StopGradient => Lowering::Inlinable,
+        Prim::Reduce { .. } | Prim::ArgReduce { .. } | Prim::Cumulative { .. } => Lowering::RootOnly,
+        Prim::Sort { .. }
+        | Prim::DotGeneral { .. }
+        | Prim::Scatter { .. }
+        | Prim::SegmentSum { .. }
+        | Prim::Threefry2x32
+        | Prim::CustomJvpCall { .. }
+        | Prim::CustomVjpCall { .. }
+        | Prim::Scan { .. }
+        | Prim::WhileLoop { .. }
+        | Prim::Cond { .. }
+        | Prim::Call { .. }
+        | Prim::Checkpoint { .. } => Lowering::Runtime,
+    }
+}
+
+/// Free to recompute per consumer even with several consumers.
+fn duplicable(prim: &Prim) -> bool {
+    matches!(prim, Prim::BroadcastInDim { .. } | Prim::Iota { .. })
+}
+
+/// The role of every equation of `f`, indexed like `f.eqns`.
+pub(crate) fn assign(f: &Function) -> Vec<Role> {
+    // Consumers of each variable (an equation once per operand slot), and whether it is an output.
+    let mut consumers: Vec<Vec<usize>> = vec![Vec::new(); f.vars.len()];
+    for (i, e) in f.eqns.iter().enumerate() {
+        for v in &e.inputs {
+            consumers[v.index()].push(i);
+        }
+    }
+    let mut is_output = vec![false; f.vars.len()];
+    for v in &f.outputs {
+        is_output[v.index()] = true;
+    }
+    let mut roles = vec![Role::Runtime; f.eqns.len()];
+    // Consumers come after producers, so walking backwards decides every consumer first.
+    for i in (0..f.eqns.len()).rev() {
+        let e = &f.eqns[i];
+        roles[i] = match lowering(&e.prim) {
+            Lowering::Runtime => Role::Runtime,
+            Lowering::RootOnly => Role::Kernel,
+            Lowering::Inlinable => {
+                let out = e.outputs[0];
+                let users = &consumers[out.index()];
+                let in_kernel = |&u: &usize| roles[u] != Role::Runtime;
+                let inline = !is_output[out.index()]
+                    && !users.is_empty()
+                    && users.iter().all(in_kernel)
+                    && (users.len() == 1 || duplicable(&e.prim));
+                if inline { Role::Inline } else { Role::Kernel }
+            }
+        };
+    }
+    roles
+}

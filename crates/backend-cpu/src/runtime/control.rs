@@ -1,0 +1,252 @@
+//! Control flow run natively over compiled sub-functions: `call`-like primitives, `scan`,
+//! `while_loop` and `cond`. Sub-functions are compiled once, to their own [`Executable`]s; a loop
+//! reuses preallocated scratch (pointer tables, double-buffered carries, the body's arena), slices
+//! `xs` and writes `ys` in place by pointer offsets, so a step allocates nothing.
+
+use super::{Executable, Loc, Step};
+use crate::{CompileError, compile};
+use kiln_ir::{Function, Prim, TensorType};
+
+fn bytes(t: &TensorType) -> usize {
+    t.shape.size() * t.dtype.size_bytes()
+}
+
+/// Offsets of regions of the given sizes, each 64-byte aligned, and the total.
+fn layout(sizes: impl IntoIterator<Item = usize>) -> (Vec<usize>, usize) {
+    let mut offs = Vec::new();
+    let mut top = 0;
+    for s in sizes {
+        offs.push(top);
+        top += s.next_multiple_of(64);
+    }
+    (offs, top)
+}
+
+/// The scratch layout common to every control step: pointer tables, two state regions, sub arena.
+pub(crate) struct Frame {
+    n_in: usize,
+    n_out: usize,
+    state_offs: Vec<usize>,
+    state_bytes: Vec<usize>,
+    a: usize,
+    b: usize,
+    sub: usize,
+    total: usize,
+}
+
+impl Frame {
+    fn new(n_in: usize, n_out: usize, state: &[TensorType], sub_arena: usize) -> Frame {
+        let state_bytes: Vec<usize> = state.iter().map(bytes).collect();
+        let (state_offs, state_total) = layout(state_bytes.iter().copied());
+        let (offs, total) = layout([n_in * 8, n_out * 8 + 8, state_total, state_total, sub_arena]);
+        Frame { n_in, n_out, state_offs, state_bytes, a: offs[2], b: offs[3], sub: offs[4], total }
+    }
+
+    /// # Safety
+    /// `scratch` has `self.total` bytes, 16-aligned. The tables alias nothing else.
+    unsafe fn tables<'s>(&self, scratch: *mut u8) -> (&'s mut [*const u8], &'s mut [*mut u8], *mut u8) {
+        // SAFETY: per the contract; the regions are disjoint (see `new`).
+        unsafe {
+            let ins = std::slice::from_raw_parts_mut(scratch.cast::<*const u8>(), self.n_in);
+            let outs =
+                std::slice::from_raw_parts_mut(scratch.add(self.n_in * 8).cast::<*mut u8>(), self.n_out);
+            // One spare slot after the output table: the predicate byte of `while_loop`.
+            let spare = scratch.add(self.n_in * 8 + self.n_out * 8);
+            (ins, outs, spare)
+        }
+    }
+}
+
+/// A control-flow step.
+pub(crate) enum Control {
+    /// `call`, `checkpoint`, `custom_jvp_call`, `custom_vjp_call`: run the primal function.
+    Call { body: Executable, frame: Frame },
+    /// `lax.scan`.
+    Scan {
+        body: Executable,
+        frame: Frame,
+        length: usize,
+        reverse: bool,
+        nc: usize,
+        nk: usize,
+        x_bytes: Vec<usize>,
+        y_bytes: Vec<usize>,
+    },
+    /// `lax.while_loop` (optionally bounded).
+    While { cond: Executable, body: Executable, frame: Frame, cc: usize, bc: usize, max_iters: Option<u64> },
+    /// `lax.switch`.
+    Cond { branches: Vec<Executable>, frame: Frame },
+}
+
+impl Control {
+    /// Compiles the sub-functions of a control-flow primitive.
+    pub(crate) fn new(
+        prim: &Prim,
+        in_types: &[TensorType],
+        out_types: &[TensorType],
+    ) -> Result<Control, CompileError> {
+        let call = |fun: &Function| -> Result<Control, CompileError> {
+            let body = compile(fun)?;
+            let frame = Frame::new(in_types.len(), out_types.len(), &[], body.arena_bytes);
+            Ok(Control::Call { body, frame })
+        };
+        match prim {
+            Prim::Call { body } | Prim::Checkpoint { body } => call(body),
+            Prim::CustomJvpCall { fun, .. } | Prim::CustomVjpCall { fun, .. } => call(fun),
+            Prim::Scan { length, reverse, num_consts, num_carry, body } => {
+                let body_exe = compile(body)?;
+                let (nc, nk) = (*num_consts, *num_carry);
+                let carry = &in_types[nc..nc + nk];
+                let slice = |t: &TensorType| bytes(t) / t.shape.dims().first().copied().unwrap_or(1).max(1);
+                let frame = Frame::new(body.params.len(), body.outputs.len(), carry, body_exe.arena_bytes);
+                Ok(Control::Scan {
+                    frame,
+                    length: *length,
+                    reverse: *reverse,
+                    nc,
+                    nk,
+                    x_bytes: in_types[nc + nk..].iter().map(slice).collect(),
+                    y_bytes: out_types[nk..].iter().map(slice).collect(),
+                    body: body_exe,
+                })
+            }
+            Prim::WhileLoop { cond, body, cond_consts, body_consts, max_iters } => {
+                let (cond, body) = (compile(cond)?, compile(body)?);
+                let state = &in_types[cond_consts + body_consts..];
+                let n_in = state.len() + cond_consts.max(body_consts);
+                let sub = cond.arena_bytes.max(body.arena_bytes);
+                let frame = Frame::new(n_in, state.len(), state, sub);
+                Ok(Control::While {
+                    cond,
+                    body,
+                    frame,
+                    cc: *cond_consts,
+                    bc: *body_consts,
+                    max_iters: *max_iters,
+                })
+            }
+            Prim::Cond { branches } => {
+                let branches = branches.iter().map(compile).collect::<Result<Vec<_>, _>>()?;
+                let sub = branches.iter().map(|b| b.arena_bytes).max().unwrap_or(0);
+                let frame = Frame::new(in_types.len() - 1, out_types.len(), &[], sub);
+                Ok(Control::Cond { branches, frame })
+            }
+            _ => Err(CompileError::Codegen(format!("{} is not control flow", prim.name()))),
+        }
+    }
+
+    pub(crate) fn scratch_bytes(&self) -> usize {
+        match self {
+            Control::Call { frame, .. }
+            | Control::Scan { frame, .. }
+            | Control::While { frame, .. }
+            | Control::Cond { frame, .. } => frame.total,
+        }
+    }
+
+    /// # Safety
+    /// The step's buffers have the planned types and `scratch` has `scratch_bytes()` bytes.
+    pub(crate) unsafe fn run(&self, step: &Step, ptr: &dyn Fn(&Loc) -> *mut u8, scratch: *mut u8) {
+        let input = |k: usize| ptr(&step.inputs[k]);
+        let output = |k: usize| ptr(&step.outputs[k]);
+        // SAFETY (whole body): every pointer below addresses a planned buffer or the scratch frame.
+        unsafe {
+            match self {
+                Control::Call { body, frame } => {
+                    let (ins, outs, _) = frame.tables(scratch);
+                    ins.iter_mut().enumerate().for_each(|(k, p)| *p = input(k));
+                    outs.iter_mut().enumerate().for_each(|(k, p)| *p = output(k));
+                    body.run_raw(ins, outs, scratch.add(frame.sub));
+                }
+                Control::Scan { body, frame, length, reverse, nc, nk, x_bytes, y_bytes } => {
+                    let (ins, outs, _) = frame.tables(scratch);
+                    let (mut cur, mut nxt) = (scratch.add(frame.a), scratch.add(frame.b));
+                    for k in 0..*nk {
+                        std::ptr::copy_nonoverlapping(
+                            input(nc + k),
+                            cur.add(frame.state_offs[k]),
+                            frame.state_bytes[k],
+                        );
+                    }
+                    for k in 0..*nc {
+                        ins[k] = input(k);
+                    }
+                    for t in 0..*length {
+                        let s = if *reverse { length - 1 - t } else { t };
+                        for k in 0..*nk {
+                            ins[nc + k] = cur.add(frame.state_offs[k]);
+                            outs[k] = nxt.add(frame.state_offs[k]);
+                        }
+                        for (k, xb) in x_bytes.iter().enumerate() {
+                            ins[nc + nk + k] = input(nc + nk + k).add(s * xb);
+                        }
+                        for (k, yb) in y_bytes.iter().enumerate() {
+                            outs[nk + k] = output(nk + k).add(s * yb);
+                        }
+                        body.run_raw(ins, outs, scratch.add(frame.sub));
+                        std::mem::swap(&mut cur, &mut nxt);
+                    }
+                    for k in 0..*nk {
+                        std::ptr::copy_nonoverlapping(
+                            cur.add(frame.state_offs[k]),
+                            output(k),
+                            frame.state_bytes[k],
+                        );
+                    }
+                }
+                Control::While { cond, body, frame, cc, bc, max_iters } => {
+                    let (ins, outs, pred) = frame.tables(scratch);
+                    let ns = frame.state_offs.len();
+                    let (mut cur, mut nxt) = (scratch.add(frame.a), scratch.add(frame.b));
+                    for k in 0..ns {
+                        std::ptr::copy_nonoverlapping(
+                            input(cc + bc + k),
+                            cur.add(frame.state_offs[k]),
+                            frame.state_bytes[k],
+                        );
+                    }
+                    let mut iters = 0u64;
+                    // The bound is checked first: once reached, `cond` is not run again (the interpreter's order).
+                    while max_iters.is_none_or(|n| iters < n) {
+                        for k in 0..*cc {
+                            ins[k] = input(k);
+                        }
+                        for k in 0..ns {
+                            ins[cc + k] = cur.add(frame.state_offs[k]);
+                        }
+                        let pred_out = [pred];
+                        cond.run_raw(&ins[..cc + ns], &pred_out, scratch.add(frame.sub));
+                        if *pred == 0 {
+                            break;
+                        }
+                        for k in 0..*bc {
+                            ins[k] = input(cc + k);
+                        }
+                        for k in 0..ns {
+                            ins[bc + k] = cur.add(frame.state_offs[k]);
+                            outs[k] = nxt.add(frame.state_offs[k]);
+                        }
+                        body.run_raw(&ins[..bc + ns], outs, scratch.add(frame.sub));
+                        std::mem::swap(&mut cur, &mut nxt);
+                        iters += 1;
+                    }
+                    for k in 0..ns {
+                        std::ptr::copy_nonoverlapping(
+                            cur.add(frame.state_offs[k]),
+                            output(k),
+                            frame.state_bytes[k],
+                        );
+                    }
+                }
+                Control::Cond { branches, frame } => {
+                    let (ins, outs, _) = frame.tables(scratch);
+                    let index = *input(0).cast::<i32>();
+                    let b = (index.max(0) as usize).min(branches.len() - 1);
+                    ins.iter_mut().enumerate().for_each(|(k, p)| *p = input(k + 1));
+                    outs.iter_mut().enumerate().for_each(|(k, p)| *p = output(k));
+                    branches[b].run_raw(ins, outs, scratch.add(frame.sub));
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,199 @@
+//! Running a compiled plan: resolving buffer locations to pointers, calling kernels and runtime
+//! routines, and the arena pool. No interpreter is involved at run time.
+
+pub(crate) mod control;
+pub(crate) mod dot;
+pub(crate) mod math;
+pub(crate) mod threefry;
+
+use crate::codegen::{Code, KernelFn, MAX_KERNEL_OPERANDS};
+use kiln_ir::{Array, TensorType};
+use std::sync::Mutex;
+
+/// Where a value lives during a call.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Loc {
+    /// The `i`-th argument, read in place.
+    Param(usize),
+    /// The `i`-th constant, owned by the executable.
+    Const(usize),
+    /// At this byte offset of the call's arena.
+    Arena(usize),
+}
+
+/// What one step does.
+pub(crate) enum Op {
+    /// A JIT kernel (index into `Executable::kernels`): table = inputs, then the output.
+    Kernel(usize),
+    /// `dot_general` through matrixmultiply (f32/f64) or a loop.
+    Dot(dot::DotPlan),
+    /// Control flow over compiled sub-functions.
+    Control(Box<control::Control>),
+    /// Threefry-2x32 over `n` elements.
+    Threefry(usize),
+}
+
+/// One step of the plan, in execution order.
+pub(crate) struct Step {
+    pub(crate) op: Op,
+    pub(crate) inputs: Vec<Loc>,
+    pub(crate) outputs: Vec<Loc>,
+    /// Byte offset of this step's scratch space in the arena (see `Op::scratch_bytes`).
+    pub(crate) scratch: usize,
+}
+
+/// 16-byte aligned bytes (arenas and constants).
+pub(crate) struct Aligned(Vec<u128>, usize);
+
+impl Aligned {
+    pub(crate) fn zeroed(bytes: usize) -> Aligned {
+        Aligned(vec![0u128; bytes.div_ceil(16).max(1)], bytes)
+    }
+    pub(crate) fn from_bytes(b: &[u8]) -> Aligned {
+        let mut a = Aligned::zeroed(b.len());
+        a.bytes_mut().copy_from_slice(b);
+        a
+    }
+    fn bytes_mut(&mut self) -> &mut [u8] {
+        // SAFETY: the Vec holds at least `self.1` initialized bytes.
+        unsafe { std::slice::from_raw_parts_mut(self.0.as_mut_ptr().cast::<u8>(), self.1) }
+    }
+    pub(crate) fn ptr(&self) -> *mut u8 {
+        self.0.as_ptr().cast::<u8>().cast_mut()
+    }
+}
+
+/// A compiled function: call it with [`Executable::run`]. `Send + Sync`; concurrent calls each take
+/// their own arena from a pool, so steady-state calls allocate only their result arrays.
+pub struct Executable {
+    pub(crate) param_types: Vec<TensorType>,
+    pub(crate) output_types: Vec<TensorType>,
+    pub(crate) steps: Vec<Step>,
+    pub(crate) outputs: Vec<Loc>,
+    pub(crate) consts: Vec<Aligned>,
+    pub(crate) arena_bytes: usize,
+    pub(crate) kernels: Vec<KernelFn>,
+    pub(crate) pool: Mutex<Vec<Aligned>>,
+    pub(crate) _code: Code,
+}
+
+// SAFETY: constants are never written after compilation, kernels are re-entrant (no global state),
+// and each call gets its own arena from the mutex-guarded pool.
+unsafe impl Sync for Executable {}
+// SAFETY: as above; the raw pointers inside `Aligned` point into owned Vecs.
+unsafe impl Send for Executable {}
+
+/// Why [`Executable::run`] refused its arguments.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("compiled function expects arguments of types {expected:?}, got {got:?}")]
+pub struct ArgumentError {
+    /// The parameter types.
+    pub expected: Vec<TensorType>,
+    /// The argument types given.
+    pub got: Vec<TensorType>,
+}
+
+impl Executable {
+    /// The parameter types, in order.
+    pub fn param_types(&self) -> &[TensorType] {
+        &self.param_types
+    }
+
+    /// The output types, in order.
+    pub fn output_types(&self) -> &[TensorType] {
+        &self.output_types
+    }
+
+    /// The number of JIT kernels (after fusion), for tests and reports.
+    pub fn kernel_count(&self) -> usize {
+        self.kernels.len()
+    }
+
+    /// Runs the compiled code on host arrays (any memory layout; row-major ones are read in place).
+    ///
+    /// # Errors
+    /// [`ArgumentError`] when the count or types of `args` differ from the parameters'.
+    pub fn run(&self, args: &[Array]) -> Result<Vec<Array>, ArgumentError> {
+        let got: Vec<TensorType> = args.iter().map(Array::ty).collect();
+        if got != self.param_types {
+            return Err(ArgumentError { expected: self.param_types.clone(), got });
+        }
+        let owned: Vec<Option<Array>> = args.iter().map(contiguous_copy).collect();
+        let ins: Vec<*const u8> =
+            args.iter().zip(&owned).map(|(a, o)| data_ptr(o.as_ref().unwrap_or(a)).cast_const()).collect();
+        let mut outs: Vec<Array> = self.output_types.iter().map(Array::zeros).collect();
+        let out_ptrs: Vec<*mut u8> = outs.iter_mut().map(data_ptr_mut).collect();
+        let arena = self.pool.lock().map(|mut p| p.pop()).unwrap_or(None);
+        let arena = arena.unwrap_or_else(|| Aligned::zeroed(self.arena_bytes));
+        // SAFETY: `ins` point to row-major data of the parameter types (checked above), `out_ptrs` to
+        // fresh row-major arrays of the output types, and the arena has `arena_bytes` bytes.
+        unsafe { self.run_raw(&ins, &out_ptrs, arena.ptr()) };
+        if let Ok(mut p) = self.pool.lock() {
+            p.push(arena);
+        }
+        Ok(outs)
+    }
+
+    /// Runs on raw buffers: the core of [`Executable::run`] and of control-flow sub-functions.
+    ///
+    /// # Safety
+    /// `ins[i]` must point to a row-major buffer of parameter `i`'s type, `outs[k]` to a writable one
+    /// of output `k`'s type (not overlapping any input or the arena), and `arena` to
+    /// `self.arena_bytes` writable bytes aligned to 16, used by no one else during the call.
+    pub(crate) unsafe fn run_raw(&self, ins: &[*const u8], outs: &[*mut u8], arena: *mut u8) {
+        let ptr = |l: &Loc| -> *mut u8 {
+            match *l {
+                Loc::Param(i) => ins[i].cast_mut(),
+                Loc::Const(i) => self.consts[i].ptr(),
+                // SAFETY: plan offsets lie inside the arena.
+                Loc::Arena(o) => unsafe { arena.add(o) },
+            }
+        };
+        for step in &self.steps {
+            // SAFETY: the plan sized every step's scratch space inside the arena.
+            let scratch = unsafe { arena.add(step.scratch) };
+            match &step.op {
+                Op::Kernel(k) => {
+                    let mut table = [std::ptr::null_mut::<u8>(); MAX_KERNEL_OPERANDS];
+                    for (slot, l) in table.iter_mut().zip(step.inputs.iter().chain(&step.outputs)) {
+                        *slot = ptr(l);
+                    }
+                    // SAFETY: the kernel reads its leaves and writes its output within their types'
+                    // sizes (indices clamped at compile time), through this table.
+                    unsafe { (self.kernels[*k])(table.as_ptr()) };
+                }
+                // SAFETY (three arms): operand buffers have the types the plan was built for.
+                Op::Dot(d) => unsafe {
+                    d.run(ptr(&step.inputs[0]), ptr(&step.inputs[1]), ptr(&step.outputs[0]), scratch)
+                },
+                Op::Control(c) => unsafe { c.run(step, &ptr, scratch) },
+                Op::Threefry(n) => unsafe {
+                    let p = |k: usize| ptr(&step.inputs[k]).cast::<u32>().cast_const();
+                    let q = |k: usize| ptr(&step.outputs[k]).cast::<u32>();
+                    threefry::run(*n, [p(0), p(1), p(2), p(3)], [q(0), q(1)]);
+                },
+            }
+        }
+        for (k, l) in self.outputs.iter().enumerate() {
+            let bytes = self.output_types[k].shape.size() * self.output_types[k].dtype.size_bytes();
+            // SAFETY: both buffers have the output's type; `copy` allows any overlap.
+            unsafe { std::ptr::copy(ptr(l).cast_const(), outs[k], bytes) };
+        }
+    }
+}
+
+/// A row-major copy of `a` if its memory is not already row-major.
+fn contiguous_copy(a: &Array) -> Option<Array> {
+    let standard = kiln_ir::with_array!(a, x => x.is_standard_layout());
+    (!standard).then(|| kiln_ir::with_array!(a, x => x.as_standard_layout().into_owned().into()))
+}
+
+/// The first element of a row-major array (bool stored as one byte 0/1).
+fn data_ptr(a: &Array) -> *mut u8 {
+    kiln_ir::with_array!(a, x => x.as_ptr().cast::<u8>().cast_mut())
+}
+
+/// The first element of a row-major array, writable.
+fn data_ptr_mut(a: &mut Array) -> *mut u8 {
+    kiln_ir::with_array!(a, x => x.as_mut_ptr().cast::<u8>())
+}

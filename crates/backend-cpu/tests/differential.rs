@@ -1,0 +1,454 @@
+//! JIT vs interpreter, driven by an exhaustive `match` over `Prim` (no `_` arm): every primitive and
+//! op, every dtype it accepts, with NaN, ±inf, -0.0, subnormals and huge/negative indices.
+//!
+//! Equality is bitwise (NaN == NaN) except: transcendentals call the very Rust functions the
+//! interpreter calls, so they are bitwise too; `dot_general` on floats goes through matrixmultiply
+//! (blocked, FMA), so it is compared within a relative 1e-5 (f32) / 1e-12 (f64) tolerance.
+//! Primitives without a lowering yet must fail to compile with `CompileError::Unsupported`.
+
+use kiln_backend_cpu::{CompileError, compile};
+use kiln_ir::*;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// Comparisons actually run (ill-typed dtype combinations are skipped, so count what remains).
+static CHECKED: AtomicUsize = AtomicUsize::new(0);
+
+const F32S: [f32; 12] =
+    [0.0, -0.0, 1.5, -2.5, 0.5, f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 1e-40, -3.0e38, 7.0, -0.49999997];
+const F64S: [f64; 12] =
+    [0.0, -0.0, 1.5, -2.5, 0.5, f64::NAN, f64::INFINITY, f64::NEG_INFINITY, 5e-320, -1.0e308, 7.0, 2.5];
+const I32S: [i32; 12] = [0, 1, -1, i32::MIN, i32::MAX, 7, -7, 31, 32, 33, -32, 3];
+const U32S: [u32; 12] = [0, 1, u32::MAX, 7, 31, 32, 33, 0x8000_0000, 3, 12345, 2, 64];
+const BOOLS: [bool; 12] = [true, false, true, true, false, false, true, false, false, true, true, false];
+
+/// Twelve values of `dt` shaped (3, 4); `rot` rotates them so two operands differ.
+fn sample(dt: DType, rot: usize) -> Array {
+    fn r<T: Copy>(v: &[T; 12], k: usize) -> Vec<T> {
+        (0..12).map(|i| v[(i + k) % 12]).collect()
+    }
+    match dt {
+        DType::F32 => Array::from_vec(&[3, 4], r(&F32S, rot)),
+        DType::F64 => Array::from_vec(&[3, 4], r(&F64S, rot)),
+        DType::I32 => Array::from_vec(&[3, 4], r(&I32S, rot)),
+        DType::U32 => Array::from_vec(&[3, 4], r(&U32S, rot)),
+        DType::Bool => Array::from_vec(&[3, 4], r(&BOOLS, rot)),
+    }
+}
+
+/// Compiles `prim` applied to parameters typed like `args`, runs it, and compares with the interpreter.
+fn check(prim: Prim, args: &[Array]) {
+    let mut f = Function::new();
+    let params: Vec<Var> = args.iter().map(|a| f.add_param(a.ty())).collect();
+    let Ok(outs) = f.push(prim.clone(), &params, None) else { return }; // ill-typed combination: skip
+    f.outputs.extend(outs);
+    CHECKED.fetch_add(1, Ordering::Relaxed);
+    let want = eval(&f, args).expect("interpreter");
+    let exe = compile(&f).unwrap_or_else(|e| panic!("{}: {e}", prim.name()));
+    let got = exe.run(args).expect("run");
+    for (g, w) in got.iter().zip(&want) {
+        let close = match (g, w, &prim) {
+            (Array::F32(a), Array::F32(b), Prim::DotGeneral { .. }) => a
+                .iter()
+                .zip(b)
+                .all(|(x, y)| (x - y).abs() <= 1e-5 * y.abs().max(1.0) || (x.is_nan() && y.is_nan())),
+            (Array::F64(a), Array::F64(b), Prim::DotGeneral { .. }) => a
+                .iter()
+                .zip(b)
+                .all(|(x, y)| (x - y).abs() <= 1e-12 * y.abs().max(1.0) || (x.is_nan() && y.is_nan())),
+            _ => g.bitwise_eq(w),
+        };
+        assert!(
+            close,
+            "{} on {:?}:\n jit  {g:?}\n want {w:?}",
+            prim.name(),
+            args.iter().map(Array::ty).collect::<Vec<_>>()
+        );
+    }
+}
+
+fn unsupported(prim: Prim, args: &[Array]) {
+    let mut f = Function::new();
+    let params: Vec<Var> = args.iter().map(|a| f.add_param(a.ty())).collect();
+    let outs = f.push(prim.clone(), &params, None).expect("well typed");
+    f.outputs.extend(outs);
+    assert!(
+        matches!(compile(&f), Err(CompileError::Unsupported { .. })),
+        "{} should be Unsupported",
+        prim.name()
+    );
+}
+
+fn idx(v: &[i32]) -> Array {
+    Array::from_vec(&[v.len()], v.to_vec())
+}
+
+fn scalar_fn(dt: DType, build: impl FnOnce(&mut Function, Var) -> Var) -> Function {
+    let mut f = Function::new();
+    let x = f.add_param(TensorType::scalar(dt));
+    let y = build(&mut f, x);
+    f.outputs.push(y);
+    f
+}
+
+/// One representative of every primitive (each op of each family); `run_case` exercises it.
+fn representatives() -> Vec<Prim> {
+    let mut v: Vec<Prim> = Vec::new();
+    v.extend(UnaryOp::ALL.map(Prim::Unary));
+    v.extend(BinaryOp::ALL.map(Prim::Binary));
+    v.extend(CompareOp::ALL.map(Prim::Compare));
+    v.extend([Prim::Select, Prim::Clamp]);
+    v.extend(DType::ALL.map(|dtype| Prim::ConvertElementType { dtype }));
+    // Bitcasts to bool are ill-typed (bool has no width-matching partner).
+    v.extend(
+        [DType::F32, DType::F64, DType::I32, DType::U32].map(|dtype| Prim::BitcastConvertType { dtype }),
+    );
+    v.push(Prim::Iota { dtype: DType::F32, shape: Shape::new(&[2, 3]), dimension: 1 });
+    v.push(Prim::BroadcastInDim { shape: Shape::new(&[2, 3, 4]), broadcast_dimensions: vec![1, 2] });
+    v.push(Prim::Reshape { new_sizes: Shape::new(&[2, 6]) });
+    v.push(Prim::Transpose { permutation: vec![1, 0] });
+    v.push(Prim::Rev { dimensions: vec![0, 1] });
+    v.push(Prim::Slice { start: vec![1, 0], limit: vec![3, 4], strides: vec![1, 3] });
+    v.push(Prim::DynamicSlice { slice_sizes: vec![2, 2] });
+    v.push(Prim::DynamicUpdateSlice);
+    v.push(Prim::Concatenate { dimension: 1 });
+    v.push(Prim::Pad { low: vec![1, -1], high: vec![0, 2], interior: vec![1, 0] });
+    v.extend(ReduceOp::ALL.map(|op| Prim::Reduce { op, axes: vec![1] }));
+    v.extend(ArgOp::ALL.map(|op| Prim::ArgReduce { op, axis: 1, index_dtype: DType::I32 }));
+    v.extend(CumulativeOp::ALL.map(|op| Prim::Cumulative { op, axis: 1, reverse: op == CumulativeOp::Max }));
+    v.push(Prim::Sort { dimension: 1, num_keys: 1 });
+    v.push(Prim::DotGeneral {
+        lhs_contracting: vec![1],
+        rhs_contracting: vec![0],
+        lhs_batch: vec![],
+        rhs_batch: vec![],
+        preferred_element_type: None,
+    });
+    v.extend([IndexMode::Clip, IndexMode::FillOrDrop].map(|mode| Prim::Gather {
+        axis: 1,
+        batch_dims: 0,
+        mode,
+    }));
+    v.extend(ScatterOp::ALL.map(|op| Prim::Scatter {
+        op,
+        axis: 0,
+        batch_dims: 0,
+        mode: IndexMode::FillOrDrop,
+    }));
+    v.push(Prim::SegmentSum { num_segments: 3 });
+    v.push(Prim::Threefry2x32);
+    v.push(Prim::StopGradient);
+    let neg = scalar_fn(DType::F32, |f, x| f.push(Prim::Unary(UnaryOp::Neg), &[x], None).unwrap()[0]);
+    let exp = scalar_fn(DType::F32, |f, x| f.push(Prim::Unary(UnaryOp::Exp), &[x], None).unwrap()[0]);
+    // jvp(x, t) = (-x, -t).
+    let mut jvp = Function::new();
+    let (jx, jt) =
+        (jvp.add_param(TensorType::scalar(DType::F32)), jvp.add_param(TensorType::scalar(DType::F32)));
+    let nx = jvp.push(Prim::Unary(UnaryOp::Neg), &[jx], None).unwrap()[0];
+    let nt = jvp.push(Prim::Unary(UnaryOp::Neg), &[jt], None).unwrap()[0];
+    jvp.outputs.extend([nx, nt]);
+    v.push(Prim::CustomJvpCall { fun: Box::new(neg.clone()), jvp: Box::new(jvp) });
+    v.push(Prim::CustomVjpCall {
+        fun: Box::new(neg.clone()),
+        fwd: Box::new(neg.clone()),
+        bwd: Box::new(neg.clone()),
+    });
+    // scan body(c, x) = (c + x, c * x) over f32 scalars.
+    let mut body = Function::new();
+    let (c, x) =
+        (body.add_param(TensorType::scalar(DType::F32)), body.add_param(TensorType::scalar(DType::F32)));
+    let s = body.push(Prim::Binary(BinaryOp::Add), &[c, x], None).unwrap()[0];
+    let p = body.push(Prim::Binary(BinaryOp::Mul), &[c, x], None).unwrap()[0];
+    body.outputs.extend([s, p]);
+    v.extend([false, true].map(|reverse| Prim::Scan {
+        length: 4,
+        reverse,
+        num_consts: 0,
+        num_carry: 1,
+        body: Box::new(body.clone()),
+    }));
+    // while x < 100: x = x * 2 + 1 (i32), bounded and unbounded.
+    let cond = {
+        let mut f = Function::new();
+        let x = f.add_param(TensorType::scalar(DType::I32));
+        let h = f.add_const(Array::scalar(100i32));
+        let c = f.push(Prim::Compare(CompareOp::Lt), &[x, h], None).unwrap()[0];
+        f.outputs.push(c);
+        f
+    };
+    let step = {
+        let mut f = Function::new();
+        let x = f.add_param(TensorType::scalar(DType::I32));
+        let two = f.add_const(Array::scalar(2i32));
+        let one = f.add_const(Array::scalar(1i32));
+        let d = f.push(Prim::Binary(BinaryOp::Mul), &[x, two], None).unwrap()[0];
+        let y = f.push(Prim::Binary(BinaryOp::Add), &[d, one], None).unwrap()[0];
+        f.outputs.push(y);
+        f
+    };
+    v.extend([None, Some(3)].map(|max_iters| Prim::WhileLoop {
+        cond: Box::new(cond.clone()),
+        body: Box::new(step.clone()),
+        cond_consts: 0,
+        body_consts: 0,
+        max_iters,
+    }));
+    v.push(Prim::Cond { branches: vec![neg.clone(), exp.clone()] });
+    v.push(Prim::Call { body: Box::new(exp.clone()) });
+    v.push(Prim::Checkpoint { body: Box::new(neg) });
+    v
+}
+
+fn run_case(prim: Prim) {
+    let all = |p: &Prim, k: usize| {
+        for dt in DType::ALL {
+            let args: Vec<Array> = (0..k).map(|r| sample(dt, 5 * r)).collect();
+            check(p.clone(), &args);
+        }
+    };
+    match &prim {
+        Prim::Unary(_) => all(&prim, 1),
+        Prim::Binary(_) | Prim::Compare(_) => all(&prim, 2),
+        Prim::Select => {
+            for dt in DType::ALL {
+                check(prim.clone(), &[sample(DType::Bool, 0), sample(dt, 1), sample(dt, 2)]);
+                check(prim.clone(), &[Array::scalar(false), sample(dt, 1), sample(dt, 2)]);
+            }
+        }
+        Prim::Clamp => {
+            for dt in [DType::F32, DType::F64, DType::I32, DType::U32] {
+                check(prim.clone(), &[sample(dt, 3), sample(dt, 0), sample(dt, 7)]);
+            }
+            check(prim.clone(), &[Array::scalar(-1.0f32), sample(DType::F32, 0), Array::scalar(1.0f32)]);
+        }
+        Prim::ConvertElementType { .. } | Prim::BitcastConvertType { .. } => all(&prim, 1),
+        Prim::Iota { .. } => {
+            for dtype in [DType::F32, DType::F64, DType::I32, DType::U32] {
+                check(Prim::Iota { dtype, shape: Shape::new(&[2, 3]), dimension: 1 }, &[]);
+            }
+        }
+        Prim::BroadcastInDim { .. } => {
+            all(&prim, 1);
+            check(
+                Prim::BroadcastInDim { shape: Shape::new(&[2, 3]), broadcast_dimensions: vec![] },
+                &[Array::scalar(-0.0f32)],
+            );
+            let col = Array::from_vec(&[3, 1], vec![1.0f64, f64::NAN, -0.0]);
+            check(
+                Prim::BroadcastInDim { shape: Shape::new(&[3, 4]), broadcast_dimensions: vec![0, 1] },
+                &[col],
+            );
+        }
+        Prim::Reshape { .. }
+        | Prim::Transpose { .. }
+        | Prim::Rev { .. }
+        | Prim::Slice { .. }
+        | Prim::StopGradient => all(&prim, 1),
+        Prim::DynamicSlice { .. } => {
+            for dt in DType::ALL {
+                for (a, b) in [(0, 0), (1, 2), (-5, 99), (i32::MIN, i32::MAX), (2, 3)] {
+                    check(prim.clone(), &[sample(dt, 0), Array::scalar(a), Array::scalar(b)]);
+                }
+                check(prim.clone(), &[sample(dt, 0), Array::scalar(u32::MAX), Array::scalar(1u32)]);
+            }
+        }
+        Prim::DynamicUpdateSlice => {
+            for dt in DType::ALL {
+                let upd = Array::from_vec(&[2, 2], sample(dt, 4).to_f64_vec()[..4].to_vec());
+                let upd = convert_like(&upd, dt);
+                for (a, b) in [(0, 0), (1, 1), (-3, 7), (i32::MAX, i32::MIN)] {
+                    check(prim.clone(), &[sample(dt, 0), upd.clone(), Array::scalar(a), Array::scalar(b)]);
+                }
+            }
+        }
+        Prim::Concatenate { .. } => {
+            all(&prim, 2);
+            all(&prim, 3);
+            check(
+                prim.clone(),
+                &[sample(DType::F32, 0), Array::from_vec::<f32>(&[3, 0], vec![]), sample(DType::F32, 1)],
+            );
+        }
+        Prim::Pad { .. } => {
+            for dt in DType::ALL {
+                let pv = convert_like(&Array::scalar(-0.0f64), dt);
+                check(prim.clone(), &[sample(dt, 0), pv]);
+            }
+        }
+        Prim::Reduce { op, .. } => {
+            for axes in [vec![], vec![0], vec![1], vec![1, 0]] {
+                all(&Prim::Reduce { op: *op, axes }, 1);
+            }
+            // Only -0.0: a sum starting from +0.0 gives +0.0; max/min order -0 below +0.
+            check(Prim::Reduce { op: *op, axes: vec![0] }, &[Array::from_vec(&[2], vec![-0.0f32, -0.0])]);
+            check(Prim::Reduce { op: *op, axes: vec![0] }, &[Array::from_vec(&[2], vec![0.0f32, -0.0])]);
+            check(Prim::Reduce { op: *op, axes: vec![0] }, &[Array::from_vec::<f32>(&[0], vec![])]);
+        }
+        Prim::ArgReduce { op, .. } => {
+            for axis in [0, 1] {
+                for dt in [DType::F32, DType::F64, DType::I32, DType::U32] {
+                    check(Prim::ArgReduce { op: *op, axis, index_dtype: DType::U32 }, &[sample(dt, 1)]);
+                    check(Prim::ArgReduce { op: *op, axis, index_dtype: DType::I32 }, &[sample(dt, 0)]);
+                }
+            }
+        }
+        Prim::Cumulative { op, .. } => {
+            for (axis, reverse) in [(0, false), (1, true), (1, false)] {
+                all(&Prim::Cumulative { op: *op, axis, reverse }, 1);
+            }
+        }
+        Prim::Gather { mode, .. } => {
+            for dt in DType::ALL {
+                let i = idx(&[3, 0, -1, 4, i32::MIN, 2]);
+                check(Prim::Gather { axis: 1, batch_dims: 0, mode: *mode }, &[sample(dt, 0), i.clone()]);
+                check(Prim::Gather { axis: 0, batch_dims: 0, mode: *mode }, &[sample(dt, 2), i]);
+                let bi = Array::from_vec(&[3, 2], vec![0u32, 3, u32::MAX, 1, 2, 9]);
+                check(Prim::Gather { axis: 1, batch_dims: 1, mode: *mode }, &[sample(dt, 0), bi]);
+            }
+        }
+        Prim::DotGeneral { .. } => {
+            for dt in [DType::F32, DType::F64, DType::I32, DType::U32] {
+                let rhs = convert_like(
+                    &Array::from_vec(&[4, 2], vec![1.0, 2.0, -1.0, 0.5, 3.0, 0.0, -2.0, 1.0]),
+                    dt,
+                );
+                let lhs =
+                    convert_like(&Array::from_vec(&[3, 4], (0..12).map(|i| i as f64 - 4.0).collect()), dt);
+                check(prim.clone(), &[lhs.clone(), rhs]);
+                // Batched, contracting the lhs's first free axis: [3,4]x[3,4] over batch 0, contract 1.
+                let batched = Prim::DotGeneral {
+                    lhs_contracting: vec![1],
+                    rhs_contracting: vec![1],
+                    lhs_batch: vec![0],
+                    rhs_batch: vec![0],
+                    preferred_element_type: None,
+                };
+                check(batched, &[lhs.clone(), lhs]);
+            }
+        }
+        Prim::Threefry2x32 => {
+            let u = |k| sample(DType::U32, k);
+            check(prim.clone(), &[u(0), u(1), u(2), u(3)]);
+        }
+        Prim::Sort { .. } => unsupported(prim.clone(), &[sample(DType::F32, 0)]),
+        Prim::Scatter { .. } => unsupported(
+            prim.clone(),
+            &[
+                sample(DType::F32, 0),
+                idx(&[0, 2]),
+                sample(DType::F32, 1).to_f64_vec()[..8]
+                    .to_vec()
+                    .pipe(|d| Array::from_vec(&[2, 4], d.iter().map(|&x| x as f32).collect())),
+            ],
+        ),
+        Prim::SegmentSum { .. } => unsupported(prim.clone(), &[sample(DType::F32, 0), idx(&[0, 2, 1])]),
+        Prim::CustomJvpCall { .. }
+        | Prim::CustomVjpCall { .. }
+        | Prim::Call { .. }
+        | Prim::Checkpoint { .. } => {
+            for x in F32S {
+                check(prim.clone(), &[Array::scalar(x)]);
+            }
+        }
+        Prim::Scan { .. } => {
+            check(
+                prim.clone(),
+                &[Array::scalar(1.5f32), Array::from_vec(&[4], vec![1.0f32, -0.0, f32::NAN, 2.0])],
+            );
+        }
+        Prim::WhileLoop { .. } => {
+            for x in [0, 99, 100, -5, i32::MIN] {
+                check(prim.clone(), &[Array::scalar(x)]);
+            }
+        }
+        Prim::Cond { .. } => {
+            for i in [-7, 0, 1, 2, i32::MAX] {
+                check(prim.clone(), &[Array::scalar(i), Array::scalar(0.5f32)]);
+            }
+        }
+    }
+}
+
+trait Pipe: Sized {
+    fn pipe<R>(self, f: impl FnOnce(Self) -> R) -> R {
+        f(self)
+    }
+}
+impl<T> Pipe for T {}
+
+/// `a` (f64 data) converted to `dt` as the interpreter converts.
+fn convert_like(a: &Array, dt: DType) -> Array {
+    let a = match a {
+        Array::F64(_) => a.clone(),
+        other => Array::from_vec(other.shape().dims(), other.to_f64_vec()),
+    };
+    eval_prim(&Prim::ConvertElementType { dtype: dt }, &[&a]).unwrap().remove(0)
+}
+
+#[test]
+fn every_primitive_matches_the_interpreter() {
+    for prim in representatives() {
+        let before = CHECKED.load(Ordering::Relaxed);
+        let name = prim.name();
+        let unsupported = matches!(prim, Prim::Sort { .. } | Prim::Scatter { .. } | Prim::SegmentSum { .. });
+        run_case(prim);
+        assert!(unsupported || CHECKED.load(Ordering::Relaxed) > before, "{name}: no case ran");
+    }
+    eprintln!("{} JIT-vs-interpreter comparisons", CHECKED.load(Ordering::Relaxed));
+}
+
+#[test]
+fn fused_chain_matches_and_fuses() {
+    // y = sum_j exp(broadcast(a)[i,j] * b[i,j] + 1) : one broadcast + two elementwise + exp fused
+    // into the reduction: a single kernel.
+    let mut f = Function::new();
+    let a = f.add_param(TensorType::new(DType::F32, [3]));
+    let b = f.add_param(TensorType::new(DType::F32, [3, 4]));
+    let one = f.add_const(Array::scalar(1.0f32));
+    let ab = f
+        .push(Prim::BroadcastInDim { shape: Shape::new(&[3, 4]), broadcast_dimensions: vec![0] }, &[a], None)
+        .unwrap()[0];
+    let ob = f
+        .push(Prim::BroadcastInDim { shape: Shape::new(&[3, 4]), broadcast_dimensions: vec![] }, &[one], None)
+        .unwrap()[0];
+    let m = f.push(Prim::Binary(BinaryOp::Mul), &[ab, b], None).unwrap()[0];
+    let s = f.push(Prim::Binary(BinaryOp::Add), &[m, ob], None).unwrap()[0];
+    let e = f.push(Prim::Unary(UnaryOp::Exp), &[s], None).unwrap()[0];
+    let r = f.push(Prim::Reduce { op: ReduceOp::Sum, axes: vec![1] }, &[e], None).unwrap()[0];
+    f.outputs.push(r);
+    let exe = compile(&f).unwrap();
+    assert_eq!(exe.kernel_count(), 1);
+    let args = [Array::from_vec(&[3], vec![0.5f32, -1.0, 2.0]), sample(DType::F32, 0)];
+    assert_eq!(exe.run(&args).unwrap(), eval(&f, &args).unwrap());
+}
+
+#[test]
+fn wrong_arguments_are_errors() {
+    let f = scalar_fn(DType::F32, |f, x| f.push(Prim::Unary(UnaryOp::Neg), &[x], None).unwrap()[0]);
+    let exe = compile(&f).unwrap();
+    assert!(exe.run(&[]).is_err());
+    assert!(exe.run(&[Array::scalar(1i32)]).is_err());
+    assert!(exe.run(&[Array::from_vec(&[1], vec![1.0f32])]).is_err());
+}
+
+#[test]
+fn the_backend_never_calls_the_interpreter() {
+    // By construction: no source file of the crate mentions the interpreter's entry points.
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut stack = vec![dir];
+    let mut files = 0;
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                let text = std::fs::read_to_string(&p).unwrap();
+                files += 1;
+                for needle in ["kiln_ir::eval", "eval_prim", "kiln_ir::{eval"] {
+                    assert!(!text.contains(needle), "{} mentions {needle}", p.display());
+                }
+            }
+        }
+    }
+    assert!(files >= 8);
+}

@@ -1,0 +1,132 @@
+//! `jit` end to end: the seed program (64-point periodic diffusion, 5 steps) compiled and compared
+//! with the interpreter; one compiled function from 8 threads; O(1) allocations for a 10⁴-step scan.
+
+use kiln::ir::{Array, eval};
+use kiln::prelude::*;
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// Counts allocations made by threads that opted in (other tests run in parallel threads).
+struct Counting;
+static ALLOCS: AtomicUsize = AtomicUsize::new(0);
+thread_local! {
+    static COUNTED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+        if COUNTED.with(|c| c.get()) {
+            ALLOCS.fetch_add(1, Ordering::Relaxed);
+        }
+        unsafe { System.alloc(l) }
+    }
+    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+        unsafe { System.dealloc(p, l) }
+    }
+}
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+const N: usize = 64;
+
+fn start() -> Tensor {
+    let mut u = vec![0.0f32; N];
+    u[0] = 1.0;
+    u[1] = 0.5;
+    u[63] = -0.25;
+    Tensor::from_vec(&[N], u)
+}
+
+fn step(u: &Tensor) -> Tensor {
+    u + 0.1 * 0.5 * (u.roll(1, 0) - 2.0 * u + u.roll(-1, 0))
+}
+
+fn simulate(u: Tensor, steps: usize) -> Tensor {
+    scan_with(|u: Tensor, (): ()| (step(&u), ()), u, (), ScanOptions { length: Some(steps), reverse: false })
+        .0
+}
+
+fn loss(u: Tensor) -> Tensor {
+    let u5 = simulate(u, 5);
+    (&u5 * &u5).sum(All)
+}
+
+fn interpreted<R: Tree>(f: impl FnOnce(Tensor) -> R, x: &Tensor) -> Vec<Array> {
+    let traced = trace(f, &Tensor::placeholder(DType::F32, &[N])).unwrap();
+    eval(&traced.function, &[x.to_array().unwrap()]).unwrap()
+}
+
+#[test]
+fn jit_of_the_seed_program_matches_the_interpreter() {
+    let f = jit(|u: Tensor| simulate(u, 5));
+    let got = f.call(&start()).unwrap();
+    let want = interpreted(|u| simulate(u, 5), &start());
+    assert_eq!(got.to_array().unwrap(), want[0]);
+    // u5[0] = 4280801/6400000 by hand (see tests/seed_program.rs).
+    assert!((got.to_vec::<f32>()[0] as f64 - 4280801.0 / 6400000.0).abs() < 1e-6);
+    let l = jit(loss).call(&start()).unwrap();
+    assert_eq!(l.to_array().unwrap(), interpreted(loss, &start())[0]);
+}
+
+#[test]
+fn jit_of_grad_of_the_seed_loss_matches_the_interpreter() {
+    let g = jit(grad(loss));
+    let got = g.call(&start()).unwrap();
+    let want = interpreted(grad(loss), &start());
+    let (a, b) = (got.to_vec::<f32>(), want[0].to_vec::<f32>().unwrap());
+    assert!(a.iter().zip(&b).all(|(x, y)| (x - y).abs() <= 1e-5 * y.abs().max(1.0)));
+}
+
+#[test]
+fn cache_and_wrong_inputs() {
+    let f = jit(|u: Tensor| u.exp());
+    let a = f.compiled(&start()).unwrap();
+    let b = f.compiled(&start()).unwrap();
+    assert!(std::sync::Arc::ptr_eq(&a, &b), "same signature, same compiled code");
+    // A new shape is a new signature: traced and compiled again.
+    let c = f.compiled(&Tensor::from_vec(&[2], vec![0.0f32, 1.0])).unwrap();
+    assert!(!std::sync::Arc::ptr_eq(&a, &c));
+    // The compiled code refuses arguments of another signature.
+    assert!(a.run(&[Array::from_vec(&[3], vec![1.0f32; 3])]).is_err());
+    assert!(a.run(&[]).is_err());
+    assert!(a.run(&[Array::from_vec(&[N], vec![1.0f64; N])]).is_err());
+    // A trace error is an Err, not a panic.
+    let bad = jit(|u: Tensor| &u + &Tensor::from_vec(&[3], vec![1.0f32; 3]));
+    assert!(bad.call(&start()).is_err());
+}
+
+#[test]
+fn one_compiled_function_from_eight_threads() {
+    let f = jit(|u: Tensor| simulate(u, 50));
+    let compiled = f.compiled(&start()).unwrap();
+    let input = [start().to_array().unwrap()];
+    let want = compiled.run(&input).unwrap();
+    std::thread::scope(|s| {
+        for _ in 0..8 {
+            s.spawn(|| {
+                for _ in 0..20 {
+                    assert_eq!(compiled.run(&input).unwrap(), want);
+                }
+            });
+        }
+    });
+}
+
+#[test]
+fn a_long_scan_allocates_o1() {
+    let allocs = |steps: usize| {
+        let f = jit(move |u: Tensor| simulate(u, steps));
+        let compiled = f.compiled(&start()).unwrap();
+        let input = [start().to_array().unwrap()];
+        compiled.run(&input).unwrap(); // warm: the arena joins the pool
+        COUNTED.with(|c| c.set(true));
+        let before = ALLOCS.load(Ordering::Relaxed);
+        compiled.run(&input).unwrap();
+        let n = ALLOCS.load(Ordering::Relaxed) - before;
+        COUNTED.with(|c| c.set(false));
+        n
+    };
+    let (short, long) = (allocs(10), allocs(10_000));
+    // Only this thread counts: the result arrays and argument tables, the same for any length.
+    assert_eq!(long, short, "10 steps: {short} allocations, 10⁴ steps: {long}");
+    assert!(short <= 10, "{short} allocations per call");
+}
