@@ -242,18 +242,33 @@ pub fn value_and_grad_aux<A: Args, Aux: Tree>(
 /// cotangents. (The returned function replays the forward pass on each call.)
 #[track_caller]
 pub fn vjp<A: Tree, R: Tree>(f: impl FnOnce(A) -> R, primals: A) -> (R, impl Fn(R) -> A) {
+    let at = here();
     let leaves = primals.leaves();
-    let flat = flatten(f, &primals).unwrap_or_else(|output| {
-        // The error is reported; go on with a function of no equations, whose results are unused.
-        Flat { function: kiln_ir::Function::new(), captured: vec![], output }
-    });
-    let all: Vec<Tensor> = leaves.iter().chain(&flat.captured).cloned().collect();
-    let (outs, _) = kiln_transform::ad::jvp_replay(&flat.function, &all, &vec![None; all.len()]);
-    let out = flat.output.rebuild(outs);
-    let function = flat.function;
+    // On error (reported) the function is `None`: results and cotangents are placeholders.
+    let (function, all, out) = match flatten(f, &primals) {
+        Ok(flat) => {
+            let all: Vec<Tensor> = leaves.iter().chain(&flat.captured).cloned().collect();
+            let (outs, _) = jvp_replay(&flat.function, &all, &vec![None; all.len()]);
+            (Some(flat.function), all, flat.output.rebuild(outs))
+        }
+        Err(output) => (None, vec![], output),
+    };
+    let out_template = placeholders_like(&out);
     let pull = move |ct: R| -> A {
+        let Some(function) = &function else { return placeholders_like(&primals) };
+        if !same_types(&ct, &out_template) {
+            let msg = format!(
+                "the cotangent must have the outputs' structure and types {} {:?}, got {} {:?}",
+                out_template.structure(),
+                types(&out_template),
+                ct.structure(),
+                types(&ct)
+            );
+            with_api_location(&at, || report_error("vjp", &ct.leaves().iter().collect::<Vec<_>>(), msg));
+            return placeholders_like(&primals);
+        }
         let cts: Vec<Option<Tensor>> = ct.leaves().into_iter().map(Some).collect();
-        let (_, param_cts) = vjp_replay(&function, &all, &cts);
+        let (_, param_cts) = vjp_replay(function, &all, &cts);
         let grads =
             param_cts.into_iter().zip(&leaves).map(|(c, l)| c.unwrap_or_else(|| zeros(&l.ty()))).collect();
         primals.rebuild(grads)
@@ -261,9 +276,31 @@ pub fn vjp<A: Tree, R: Tree>(f: impl FnOnce(A) -> R, primals: A) -> (R, impl Fn(
     (out, pull)
 }
 
+fn types<T: Tree>(t: &T) -> Vec<TensorType> {
+    t.leaves().iter().map(|l| l.ty()).collect()
+}
+
+/// Same tree structure and leaf types.
+fn same_types<T: Tree>(a: &T, b: &T) -> bool {
+    a.structure() == b.structure() && types(a) == types(b)
+}
+
 /// `jax.jvp`: `(f(primals), J·tangents)`; tangents have the primals' structure and types.
 #[track_caller]
 pub fn jvp<A: Tree, R: Tree>(f: impl FnOnce(A) -> R, primals: A, tangents: A) -> (R, R) {
+    if !same_types(&primals, &tangents) {
+        // JAX: "primal and tangent arguments to jax.jvp do not match".
+        let msg = format!(
+            "primals and tangents must have the same structure and types: primals {} {:?}, tangents {} {:?}",
+            primals.structure(),
+            types(&primals),
+            tangents.structure(),
+            types(&tangents)
+        );
+        report_error("jvp", &tangents.leaves().iter().collect::<Vec<_>>(), msg);
+        let tangents = placeholders_like(&primals);
+        return jvp(f, primals, tangents);
+    }
     let flat = match flatten(f, &primals) {
         Ok(flat) => flat,
         Err(out) => return (placeholders_like(&out), out),

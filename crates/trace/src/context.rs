@@ -182,17 +182,26 @@ pub(crate) fn var_in(id: TraceId, t: &Tensor) -> Var {
             fr.const_map.insert(key, v);
             v
         }),
-        Repr::Placeholder(ty) => with_frame(id, |fr| {
-            // After a recorded error, ops return placeholders (e.g. the results of a failed `scan`);
-            // they stand for values of a trace that will fail anyway.
-            if fr.error.is_some() {
-                return fr.func.new_var(ty.clone());
-            }
-            panic!(
-                "kiln: a placeholder tensor of type {ty} (a type, not a value) was used in an op at {}",
-                Location::caller()
-            )
-        }),
+        Repr::Placeholder(ty) => {
+            let at = call_site();
+            with_frame(id, |fr| {
+                // After a recorded error, ops return placeholders (e.g. the results of a failed `scan`);
+                // they stand for values of a trace that fails anyway. Otherwise a placeholder (a type,
+                // not a value) was used as a value: that is the user's error, reported at their line.
+                if fr.error.is_none() {
+                    fr.error = Some(Error::Op {
+                        op: "placeholder".into(),
+                        operands: vec![ty.clone()],
+                        message: format!(
+                            "a placeholder tensor of type {ty} is a type, not a value: pass it to `trace` as an \
+                             argument, or use a concrete tensor"
+                        ),
+                        at: Some(at),
+                    });
+                }
+                fr.func.new_var(ty.clone())
+            })
+        }
     }
 }
 
@@ -206,7 +215,11 @@ pub(crate) fn bind(prim: Prim, inputs: &[&Tensor], n_out: usize) -> Vec<Tensor> 
     let at = call_site();
     match current_trace() {
         Some(id) => {
-            let vars: Vec<Var> = inputs.iter().map(|t| var_in(id, t)).collect();
+            // A loop, not `map`: closures lose `#[track_caller]`.
+            let mut vars: Vec<Var> = Vec::with_capacity(inputs.len());
+            for t in inputs {
+                vars.push(var_in(id, t));
+            }
             let res = with_frame(id, |fr| fr.func.push(prim, &vars, Some(at.clone())));
             match res {
                 Ok(outs) => with_frame(id, |fr| {

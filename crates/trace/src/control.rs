@@ -74,6 +74,25 @@ fn placeholders_like<T: Tree>(value: &T) -> T {
     })
 }
 
+/// The number of scan steps: the common leading size of the `xs` arrays, checked against `given`.
+fn scan_length(x_leaves: &[Tensor], given: Option<usize>) -> Result<usize, String> {
+    let Some(x0) = x_leaves.first() else {
+        return given.ok_or_else(|| "xs has no arrays; give the length in ScanOptions".to_string());
+    };
+    let lead = |t: &Tensor| t.shape().dims().first().copied();
+    if let Some(t) = x_leaves.iter().find(|t| lead(t).is_none()) {
+        return Err(format!("every xs array needs a leading axis to scan over, got shape {}", t.shape()));
+    }
+    let n = lead(x0).unwrap_or(0);
+    if let Some(t) = x_leaves.iter().find(|t| lead(t) != Some(n)) {
+        return Err(format!("xs arrays have different leading sizes: {} and {}", x0.shape(), t.shape()));
+    }
+    match given {
+        Some(g) if g != n => Err(format!("length {g} differs from the leading size {n} of xs")),
+        _ => Ok(n),
+    }
+}
+
 /// Options of [`scan_with`].
 #[derive(Clone, Copy, Debug, Default)]
 pub struct ScanOptions {
@@ -111,35 +130,11 @@ pub fn scan_with<C: Tree, X: Tree, Y: Tree>(
     let carry = init.leaves();
     let x_leaves = xs.leaves();
     let all: Vec<&Tensor> = carry.iter().chain(&x_leaves).collect();
-    let failed = |msg: String| -> Option<usize> {
-        fail("scan", &all, msg, 0);
-        None
-    };
-    let length = match (x_leaves.first(), opts.length) {
-        (None, None) => failed("xs has no arrays; give the length in ScanOptions".into()),
-        (None, Some(n)) => Some(n),
-        (Some(x0), given) => {
-            let lead = |t: &Tensor| t.shape().dims().first().copied();
-            match x_leaves.iter().find(|t| lead(t).is_none()) {
-                Some(t) => failed(format!(
-                    "every xs array needs a leading axis to scan over, got shape {}",
-                    t.shape()
-                )),
-                None => {
-                    let n = lead(x0).expect("checked above");
-                    match (x_leaves.iter().find(|t| lead(t) != Some(n)), given) {
-                        (Some(t), _) => failed(format!(
-                            "xs arrays have different leading sizes: {} and {}",
-                            x0.shape(),
-                            t.shape()
-                        )),
-                        (None, Some(g)) if g != n => {
-                            failed(format!("length {g} differs from the leading size {n} of xs"))
-                        }
-                        (None, _) => Some(n),
-                    }
-                }
-            }
+    let length = match scan_length(&x_leaves, opts.length) {
+        Ok(n) => Some(n),
+        Err(msg) => {
+            fail("scan", &all, msg, 0);
+            None
         }
     };
     let carry_types = types(&carry);
@@ -273,12 +268,28 @@ pub type Branch<'a, A, R> = Box<dyn FnOnce(A) -> R + 'a>;
 /// branch must return the same structure and types.
 #[track_caller]
 pub fn switch<A: Tree, R: Tree>(index: &Tensor, branches: Vec<Branch<'_, A, R>>, operands: A) -> R {
+    switch_impl("switch", index, branches, operands)
+}
+
+/// [`switch`], reporting errors as `op` (`cond` names its branches `false_fun` and `true_fun`).
+#[track_caller]
+fn switch_impl<A: Tree, R: Tree>(
+    op: &str,
+    index: &Tensor,
+    branches: Vec<Branch<'_, A, R>>,
+    operands: A,
+) -> R {
+    let branch_name = |i: usize| match (op, i) {
+        ("cond", 0) => "false_fun".to_string(),
+        ("cond", _) => "true_fun".to_string(),
+        _ => format!("branch {i}"),
+    };
     let args = operands.leaves();
     let arg_types = types(&args);
     let mut all: Vec<&Tensor> = vec![index];
     all.extend(args.iter());
     if index.ty() != TensorType::scalar(DType::I32) {
-        fail("switch", &all, format!("the index must be an i32[] scalar, got {}", index.ty()), 0);
+        fail(op, &all, format!("the index must be an i32[] scalar, got {}", index.ty()), 0);
     }
     assert!(!branches.is_empty(), "kiln: switch needs at least one branch");
     let mut traced: Vec<(Body, R)> = Vec::new();
@@ -296,13 +307,15 @@ pub fn switch<A: Tree, R: Tree>(index: &Tensor, branches: Vec<Branch<'_, A, R>>,
     for (i, (b, r)) in traced.iter().enumerate().skip(1) {
         if r.structure() != r0.structure() || b.out_types != b0.out_types {
             let msg = format!(
-                "branch {i} returns {} {:?} but branch 0 returns {} {:?}",
+                "{} returns a result of structure {} and types {:?} but {} returns structure {} and types {:?}",
+                branch_name(i),
                 r.structure(),
                 b.out_types,
+                branch_name(0),
                 r0.structure(),
                 b0.out_types
             );
-            fail("switch", &all, msg, 0);
+            fail(op, &all[1..], msg, 0);
             return placeholders(r0, &b0.out_types);
         }
     }
@@ -349,5 +362,5 @@ pub fn cond<A: Tree, R: Tree>(
         fail("cond", &[pred], format!("the predicate must be a bool[] scalar, got {}", pred.ty()), 0);
     }
     let index = crate::lax::convert_element_type(pred, DType::I32);
-    switch(&index, vec![Box::new(false_fun), Box::new(true_fun)], operands)
+    switch_impl("cond", &index, vec![Box::new(false_fun), Box::new(true_fun)], operands)
 }

@@ -104,9 +104,26 @@ pub(crate) fn cmp(op: CompareOp, x: &Tensor, y: &Tensor) -> Tensor {
     }
 }
 
-/// A rank-0 tensor of `x`'s dtype holding `v` (weak typing of Rust scalars, as JAX's Python scalars).
-pub(crate) fn weak_scalar(v: f64, like: &Tensor) -> Tensor {
-    Tensor::scalar_like(v, like.dtype())
+/// A rank-0 tensor of `like`'s dtype holding `v` (weak typing of Rust scalars, as JAX's Python
+/// scalars). A value the dtype cannot hold exactly (2.5 or -1 for an integer tensor, 2 for bool) is an
+/// error of `op`: kiln does not promote implicitly, and truncating would be a silently wrong number.
+#[track_caller]
+pub(crate) fn weak_scalar(op: BinaryOp, v: f64, like: &Tensor) -> Tensor {
+    let dtype = like.dtype();
+    let fits = match dtype {
+        DType::F32 | DType::F64 => true,
+        DType::I32 => v.fract() == 0.0 && (f64::from(i32::MIN)..=f64::from(i32::MAX)).contains(&v),
+        DType::U32 => v.fract() == 0.0 && (0.0..=f64::from(u32::MAX)).contains(&v),
+        DType::Bool => v == 0.0 || v == 1.0,
+    };
+    if !fits {
+        let msg = format!(
+            "the scalar {v} cannot be represented in {dtype} without rounding or wrapping; kiln does not \
+             promote implicitly (convert the tensor with astype)"
+        );
+        fail(op.name(), &[like], msg, 1);
+    }
+    Tensor::scalar_like(v, dtype)
 }
 
 macro_rules! unary_methods {
@@ -225,6 +242,12 @@ compare_methods! {
 }
 
 impl Tensor {
+    /// `self ** p` for a scalar exponent (taking `self`'s dtype), e.g. `x.powf(3.0)`.
+    #[track_caller]
+    pub fn powf(&self, p: f64) -> Tensor {
+        bin(BinaryOp::Pow, self, &weak_scalar(BinaryOp::Pow, p, self))
+    }
+
     /// Converts to `dtype` (`astype`).
     #[track_caller]
     pub fn astype(&self, dtype: DType) -> Tensor {

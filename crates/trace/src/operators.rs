@@ -26,6 +26,18 @@ impl Scalar for f64 {
     }
 }
 
+impl Scalar for i32 {
+    fn to_f64(self) -> f64 {
+        f64::from(self)
+    }
+}
+
+impl Scalar for u32 {
+    fn to_f64(self) -> f64 {
+        f64::from(self)
+    }
+}
+
 macro_rules! tensor_binop {
     ($trait:ident, $method:ident, $op:expr) => {
         impl $trait<&Tensor> for &Tensor {
@@ -62,14 +74,14 @@ macro_rules! tensor_binop {
             type Output = Tensor;
             #[track_caller]
             fn $method(self, rhs: S) -> Tensor {
-                bin($op, self, &weak_scalar(rhs.to_f64(), self))
+                bin($op, self, &weak_scalar($op, rhs.to_f64(), self))
             }
         }
         impl<S: Scalar> $trait<S> for Tensor {
             type Output = Tensor;
             #[track_caller]
             fn $method(self, rhs: S) -> Tensor {
-                bin($op, &self, &weak_scalar(rhs.to_f64(), &self))
+                bin($op, &self, &weak_scalar($op, rhs.to_f64(), &self))
             }
         }
         // Scalars on the left: `f64` only. A second impl for `f32` would make a bare literal
@@ -82,14 +94,14 @@ macro_rules! tensor_binop {
             type Output = Tensor;
             #[track_caller]
             fn $method(self, rhs: &Tensor) -> Tensor {
-                bin($op, &weak_scalar(self as f64, rhs), rhs)
+                bin($op, &weak_scalar($op, self, rhs), rhs)
             }
         }
         impl $trait<Tensor> for $s {
             type Output = Tensor;
             #[track_caller]
             fn $method(self, rhs: Tensor) -> Tensor {
-                bin($op, &weak_scalar(self as f64, &rhs), &rhs)
+                bin($op, &weak_scalar($op, self, &rhs), &rhs)
             }
         }
     };

@@ -158,7 +158,10 @@ impl Tensor {
     #[track_caller]
     pub fn to_vec<T: Element>(&self) -> Vec<T> {
         let a = self.concrete_or_panic();
-        a.to_vec::<T>().unwrap_or_else(|| panic!("kiln: to_vec::<{}> of a {} tensor", T::DTYPE, a.dtype()))
+        match a.to_vec::<T>() {
+            Some(v) => v,
+            None => panic!("kiln: to_vec::<{}> of a {} tensor (use astype first)", T::DTYPE, a.dtype()),
+        }
     }
 
     /// The value of a concrete rank-0 (or one-element) tensor.

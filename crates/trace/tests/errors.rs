@@ -148,3 +148,44 @@ fn every_recorded_equation_points_at_the_users_line() {
         assert!(at.file.ends_with("tests/errors.rs"), "{} at {at}", e.prim.name());
     }
 }
+
+#[test]
+fn scalars_that_an_integer_tensor_cannot_hold_are_errors_not_truncations() {
+    // Regression (new-user review): `i32 * 2.5` once gave [6, 14] by truncating the scalar.
+    let ints = Tensor::placeholder(DType::I32, &[2]);
+    let err = trace(|x: Tensor| &x * 2.5, &ints).unwrap_err();
+    assert!(err.to_string().contains("mul") && err.to_string().contains("2.5"), "{err}");
+    let err = trace(|x: Tensor| &x * -1.0, &Tensor::placeholder(DType::U32, &[2])).unwrap_err();
+    assert!(err.to_string().contains("u32"), "{err}");
+    // Integral values (and integer scalars) are fine.
+    let x = Tensor::from_vec(&[2], vec![3i32, 7]);
+    assert_eq!((&x * 2.0).to_vec::<i32>(), vec![6, 14]);
+    assert_eq!((&x * 2i32 + 1u32 as i32).to_vec::<i32>(), vec![7, 15]);
+    assert_eq!(Tensor::from_vec(&[2], vec![2.0f32, 3.0]).powf(2.0).to_vec::<f32>(), vec![4.0, 9.0]);
+}
+
+#[test]
+fn a_placeholder_used_as_a_value_is_an_error_at_the_users_line() {
+    let line = line!() + 1;
+    let err = trace(|x: Tensor| &x + &Tensor::placeholder(DType::F32, &[3]), &f32s(&[3])).unwrap_err();
+    let msg = err.to_string();
+    assert!(msg.contains("placeholder") && msg.contains(&format!("errors.rs:{line}:")), "{msg}");
+}
+
+#[test]
+fn scan_length_errors_point_at_the_users_line() {
+    let line = line!() + 3;
+    let err = trace(
+        |(a, b): (Tensor, Tensor)| {
+            kiln_trace::scan(
+                |c: Tensor, (x, y): (Tensor, Tensor)| (&c + &(&x + &y), c),
+                Tensor::scalar(0.0f32),
+                (a, b),
+            )
+        },
+        &(f32s(&[3]), f32s(&[4])),
+    )
+    .unwrap_err();
+    let msg = err.to_string();
+    assert!(msg.contains("leading sizes") && msg.contains(&format!("errors.rs:{line}:")), "{msg}");
+}

@@ -71,6 +71,18 @@ impl Axes for Vec<i32> {
     }
 }
 
+impl Axes for (i32, i32) {
+    fn axes(&self) -> Option<Vec<i64>> {
+        Some(vec![i64::from(self.0), i64::from(self.1)])
+    }
+}
+
+impl Axes for (i32, i32, i32) {
+    fn axes(&self) -> Option<Vec<i64>> {
+        Some(vec![i64::from(self.0), i64::from(self.1), i64::from(self.2)])
+    }
+}
+
 impl<A: Axes + ?Sized> Axes for &A {
     fn axes(&self) -> Option<Vec<i64>> {
         (**self).axes()
