@@ -118,12 +118,14 @@ pub(crate) const COS_F64: [f64; 7] = [
     4.7377186509344e-14,
 ];
 
-/// Cody–Waite reduction for exp/expm1: x = k·ln2 + r, |r| ≤ ln2/2 (+ rounding).
+/// Cody–Waite reduction for exp/expm1: x = k·ln2 + r + c, |r| ≤ ln2/2 (+ rounding), c the rounding
+/// error of r (k·LN2_HI and x - k·LN2_HI are exact, so c is exact up to k·LN2_LO's own rounding).
 #[inline(always)]
-fn exp_reduce(x: f64) -> (i64, f64) {
+fn exp_reduce(x: f64) -> (i64, f64, f64) {
     let (kf, k) = round_int(x * LOG2E);
-    let r = (-kf).mul_add(LN2_HI, x);
-    (k, (-kf).mul_add(LN2_LO, r))
+    let r1 = (-kf).mul_add(LN2_HI, x);
+    let r = (-kf).mul_add(LN2_LO, r1);
+    (k, r, (-kf).mul_add(LN2_LO, r1 - r))
 }
 
 /// eˣ. Exact special cases: NaN → NaN, +inf and x > ln(MAX) → +inf, -inf → +0; the result underflows
@@ -133,26 +135,43 @@ pub(crate) fn exp<const N: usize>(x: f64, c: &ExpC<N>) -> f64 {
     // exp(-746) < 2⁻¹⁰⁷⁵ rounds to 0; exp(710) overflows. The comparisons keep NaN.
     let x = sel(x < -746.0, -746.0, x);
     let x = sel(x > 710.0, 710.0, x);
-    let (k, r) = exp_reduce(x);
+    let (k, r, _) = exp_reduce(x);
     let p = r.mul_add(r * poly(r, c), r) + 1.0;
     let k1 = k >> 1;
     p * pow2(k1) * pow2(k - k1)
 }
 
-/// eˣ - 1, accurate near 0: expm1(x) = 2ᵏ·expm1(r) + (2ᵏ - 1), one rounding in the fma.
+/// eˣ - 1, accurate near 0: expm1(x) = 2ᵏ·(r + lo) + (2ᵏ - 1) with lo = r²P(r) + c, where 2ᵏ·r + (2ᵏ - 1)
+/// is summed exactly (TwoSum) so that only the last addition rounds. Without that, k = ±1 (where
+/// the result is smaller than 2ᵏ·r) measured 2 ulp.
 #[inline(always)]
 pub(crate) fn expm1<const N: usize>(x: f64, c: &ExpC<N>) -> f64 {
     // Below -40, eˣ < 2⁻⁵⁷ and the result rounds to -1; above 710 it overflows. NaN passes.
     let xc = sel(x < -40.0, -40.0, x);
     let xc = sel(xc > 710.0, 710.0, xc);
-    let (k, r) = exp_reduce(xc);
-    let p = r.mul_add(r * poly(r, c), r);
+    let (k, r, rc) = exp_reduce(xc);
+    let lo = r.mul_add(r * poly(r, c), rc);
     // k reaches 1024 just below ln(MAX), where 2ᵏ itself overflows: scale by 2¹⁰²³ and double after.
     let kk = k.min(1023);
     let s = pow2(kk);
-    let y = s.mul_add(p, s - 1.0) * pow2(k - kk);
-    // ±0 keep their sign (the fma would give +0 for -0).
+    let (a, b) = (s * r, s - 1.0); // both exact
+    let t = a + b;
+    let bp = t - a;
+    let err = (a - (t - bp)) + (b - bp);
+    let y = (t + s.mul_add(lo, err)) * pow2(k - kk);
+    // ±0 keep their sign (the sum gives +0 for -0).
     sel(x == 0.0, x, y)
+}
+
+/// n / (1 + e), with 1 + e and the quotient's remainder carried exactly, so the result has one
+/// rounding plus `e`'s own error (scaled by e/(1+e) < 1). Used by tanh and logistic.
+#[inline(always)]
+fn ratio_1p(n: f64, e: f64) -> f64 {
+    let s = 1.0 + e;
+    let t = sel(e.abs() <= 1.0, e - (s - 1.0), 1.0 - (s - e)); // Fast2Sum error of 1 + e
+    let q = n / s;
+    let r = (-q).mul_add(s, n) - q * t;
+    q + r / s
 }
 
 /// Splits a positive normal `x` as 2ᵏ·m with m in [√½, √2); returns (k as f64, f = m - 1).
@@ -211,21 +230,30 @@ pub(crate) const TRIG_VECTOR_LIMIT: f64 = 1.0e6;
 
 /// sin (`cos == false`) or cos of x, for |x| ≤ [`TRIG_VECTOR_LIMIT`] (garbage, but no UB, beyond).
 #[inline(always)]
-pub(crate) fn sincos<const N: usize>(x: f64, cos: bool, s: &[f64; N], c: &[f64; N]) -> f64 {
+pub(crate) fn sincos<const N: usize>(x: f64, cos: bool, s: &[f64; N], c_: &[f64; N]) -> f64 {
     // π/2 = P1 + P2 + P3 with P1, P2 of 33 significant bits (fdlibm's pio2_1, pio2_2, pio2_2t).
     const P1: f64 = 1.57079632673412561417e+00;
     const P2: f64 = 6.07710050630396597660e-11;
     const P3: f64 = 2.02226624879595063154e-21;
     let (qf, q) = round_int(x * std::f64::consts::FRAC_2_PI);
-    let r = (-qf).mul_add(P1, x);
-    let r = (-qf).mul_add(P2, r);
-    let r = (-qf).mul_add(P3, r);
+    let r1 = (-qf).mul_add(P1, x); // exact
+    // r1 - q·P2 (q·P2 exact) by TwoSum, then the small rest: r + rlo carries ~2⁻¹⁰⁵ relative, which
+    // took the measured f64 error from 2 to 1 ulp against glibc for |x| up to 10⁴.
+    let w = qf * P2;
+    let r2 = r1 - w;
+    let bp = r2 - r1;
+    let e2 = (r1 - (r2 - bp)) - (w + bp);
+    let c = (-qf).mul_add(P3, e2);
+    let r = r2 + c;
+    let rlo = (r2 - r) + c;
     let z = r * r;
-    let sin_r = (r * z).mul_add(poly(z, s), r);
-    // cos r = 1 - z/2 + z²C, with the rounding error of 1 - z/2 put back (fdlibm's k_cos).
+    // sin(r + rlo) = sin r + rlo·cos r, cos r ≈ 1 - z/2 suffices for the tiny rlo.
+    let sin_r = r + (r * z).mul_add(poly(z, s), (-0.5 * z).mul_add(rlo, rlo));
+    // cos r = 1 - z/2 + z²C, with the rounding error of 1 - z/2 put back (fdlibm's k_cos);
+    // cos(r + rlo) = cos r - rlo·sin r.
     let hz = 0.5 * z;
     let w = 1.0 - hz;
-    let cos_r = w + (((1.0 - w) - hz) + (z * z) * poly(z, c));
+    let cos_r = w + (((1.0 - w) - hz) + (z * z).mul_add(poly(z, c_), -r * rlo));
     // cos x = sin(x + π/2): shift the quadrant by one. Quadrant bit 0 picks cos_r, bit 1 flips the sign.
     let q = q.wrapping_add(cos as i64);
     let v = sel(q & 1 == 0, sin_r, cos_r);
@@ -234,18 +262,19 @@ pub(crate) fn sincos<const N: usize>(x: f64, cos: bool, s: &[f64; N], c: &[f64; 
     sel(x == 0.0 && !cos, x, v)
 }
 
-/// tanh x = copysign(E / (E + 2), x) with E = expm1(2|x|); |x| is clamped to 20, where tanh rounds to 1.
+/// tanh x = copysign(h / (1 + h), x) with h = expm1(2|x|)/2; |x| is clamped to 20, where tanh rounds
+/// to 1.
 #[inline(always)]
 pub(crate) fn tanh<const N: usize>(x: f64, c: &ExpC<N>) -> f64 {
     let a = x.abs();
     let a = sel(a > 20.0, 20.0, a);
-    let e = expm1(2.0 * a, c);
-    (e / (e + 2.0)).copysign(x)
+    let h = 0.5 * expm1(2.0 * a, c);
+    ratio_1p(h, h).copysign(x)
 }
 
 /// logistic x = 1 / (1 + e⁻ˣ) for x ≥ 0 and eˣ / (1 + eˣ) below, both from e = exp(-|x|) ≤ 1.
 #[inline(always)]
 pub(crate) fn logistic<const N: usize>(x: f64, c: &ExpC<N>) -> f64 {
     let e = exp(-x.abs(), c);
-    sel(x >= 0.0, 1.0, e) / (1.0 + e)
+    ratio_1p(sel(x >= 0.0, 1.0, e), e)
 }
