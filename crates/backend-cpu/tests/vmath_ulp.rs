@@ -9,12 +9,24 @@
 
 use kiln_backend_cpu::vmath::{Func, Level, VmathTable, table, table_for};
 
-/// Accuracy bound of the issue, per function (ulp).
-fn bound(f: Func) -> f64 {
+/// Issue 5's accuracy bound per function (ulp): 2 for exp, expm1, log, log1p, sin, cos; 3 for tanh
+/// and logistic.
+fn issue_bound(f: Func) -> f64 {
     match f {
         Func::Exp | Func::Expm1 | Func::Log | Func::Log1p | Func::Sin | Func::Cos => 2.0,
         Func::Tanh | Func::Logistic => 3.0,
     }
+}
+
+/// The bound asserted for f32: the measured table of the module docs (the f32 results are correctly
+/// rounded but for 2⁻⁸ ulp of polynomial error), well inside the issue's.
+fn bound_f32(f: Func) -> f64 {
+    issue_bound(f).min(0.51)
+}
+
+/// The bound asserted for f64 against glibc: the module docs' table (1 ulp; tanh and logistic 2).
+fn bound_f64(f: Func) -> f64 {
+    issue_bound(f) - 1.0
 }
 
 /// n / (1 + e) with 1 + e and the quotient carried in double-double (error: that of `e` only).
@@ -168,7 +180,7 @@ fn f32_max_ulp_within_bounds() {
         for (name, xs) in f32_sets(f) {
             let (e, x) = max_err_f32(t, f, &xs);
             println!("f32 {f:?} {name}: max {e:.3} ulp at x = {x:e} ({} points)", xs.len());
-            if !(e <= bound(f)) {
+            if e.is_nan() || e > bound_f32(f) {
                 failures.push(format!("f32 {f:?} {name}: {e} ulp at {x:e}"));
             }
         }
@@ -184,7 +196,7 @@ fn f64_max_ulp_within_bounds() {
         for (name, xs) in f64_sets(f) {
             let (e, x) = max_err_f64(t, f, &xs);
             println!("f64 {f:?} {name}: max {e:.3} ulp at x = {x:e} ({} points)", xs.len());
-            if !(e <= bound(f)) {
+            if e.is_nan() || e > bound_f64(f) {
                 failures.push(format!("f64 {f:?} {name}: {e} ulp at {x:e}"));
             }
         }

@@ -53,8 +53,8 @@ fn sel(c: bool, a: f64, b: f64) -> f64 {
 
 const LOG2E: f64 = std::f64::consts::LOG2_E;
 // ln 2 split so that k·LN2_HI is exact for |k| < 2¹¹ (fdlibm's split).
-const LN2_HI: f64 = 6.93147180369123816490e-01;
-const LN2_LO: f64 = 1.90821492927058770002e-10;
+const LN2_HI: f64 = 0.6931471803691238;
+const LN2_LO: f64 = 1.9082149292705877e-10;
 
 /// Coefficients P of exp(r) = 1 + r + r²·P(r) and expm1(r) = r + r²·P(r) on |r| ≤ ln2/2,
 /// weighted by |r| (the relative error of expm1). f32 table: 2^-32.0; f64 table: 2^-60.7.
@@ -232,9 +232,9 @@ pub(crate) const TRIG_VECTOR_LIMIT: f64 = 1.0e6;
 #[inline(always)]
 pub(crate) fn sincos<const N: usize>(x: f64, cos: bool, s: &[f64; N], c_: &[f64; N]) -> f64 {
     // π/2 = P1 + P2 + P3 with P1, P2 of 33 significant bits (fdlibm's pio2_1, pio2_2, pio2_2t).
-    const P1: f64 = 1.57079632673412561417e+00;
-    const P2: f64 = 6.07710050630396597660e-11;
-    const P3: f64 = 2.02226624879595063154e-21;
+    const P1: f64 = 1.5707963267341256;
+    const P2: f64 = 6.077100506303966e-11;
+    const P3: f64 = 2.0222662487959506e-21;
     let (qf, q) = round_int(x * std::f64::consts::FRAC_2_PI);
     let r1 = (-qf).mul_add(P1, x); // exact
     // r1 - q·P2 (q·P2 exact) by TwoSum, then the small rest: r + rlo carries ~2⁻¹⁰⁵ relative, which
