@@ -8,6 +8,9 @@
 //!    element through the fused producers' index arithmetic;
 //! 4. `runtime`: [`Executable::run`] walks the steps — kernels, gemm, control flow over compiled
 //!    sub-functions — with an arena pool kept between calls. The interpreter is never used.
+//!
+//! [`vmath`] holds the vectorized transcendental tiles (AVX-512/AVX2/baseline, chosen at run time)
+//! that kernels will call on tiles of elements; today's kernels still call per-element functions.
 #![deny(missing_docs)]
 
 mod codegen;
@@ -15,6 +18,7 @@ mod error;
 mod fusion;
 mod plan;
 mod runtime;
+pub mod vmath;
 
 pub use error::CompileError;
 pub use plan::compile;
