@@ -2,7 +2,6 @@
 //! replaced by inline polynomials or tile calls). Each computes exactly what the interpreter computes
 //! (the same Rust/libm function), so results are bitwise equal. None of them can panic.
 
-use std::f64::consts::FRAC_2_SQRT_PI;
 
 /// The symbol of routine `op` (a primitive name) for f32 or f64.
 pub(crate) fn name(op: &'static str, f64: bool) -> &'static str {
@@ -46,7 +45,7 @@ unary! {
     kiln_tanh_f32 kiln_tanh_f64 "tanh" |x| x.tanh();
     // exp of a negative argument only: no inf/inf for large |x| (the interpreter's formula).
     kiln_logistic_f32 kiln_logistic_f64 "logistic" |x| if x >= 0.0 { 1.0 / (1.0 + (-x).exp()) } else { let e = x.exp(); e / (1.0 + e) };
-    kiln_erf_inv_f32 kiln_erf_inv_f64 "erf_inv" |x| erf_inv(x as f64) as _;
+    kiln_erf_inv_f32 kiln_erf_inv_f64 "erf_inv" |x| kiln_ir::erf_inv(x as f64) as _;
 }
 extern "C" fn kiln_erf_f32(x: f32) -> f32 {
     libm::erff(x)
@@ -92,73 +91,3 @@ fn table() -> [Entry; 26] {
     ]
 }
 
-// A copy of the interpreter's private `erf_inv` (kiln-ir `interp/elementwise.rs`), so results agree
-// bit for bit. TODO: kiln-ir should export one shared scalar-math module used by both.
-/// Giles' single-precision polynomials ("Approximating the erfinv function", GPU Computing Gems, 2011;
-/// XLA's f32 `ErfInv`) give a first guess good to ~1e-7 relative; Halley steps on the residual
-/// `erf(y) - x` then reach f64 accuracy (each step cubes the error; the loop stops when a step no
-/// longer changes `y`, usually after one or two). For |x| > 0.5 the residual is formed as
-/// `(1 - x) - erfc(y)`, where `1 - x` is exact (Sterbenz), so it does not cancel near ±1.
-fn erf_inv(x: f64) -> f64 {
-    if x.is_nan() || x.abs() > 1.0 {
-        return f64::NAN;
-    }
-    if x == 0.0 {
-        return x; // keeps the sign of zero
-    }
-    if x.abs() == 1.0 {
-        return f64::INFINITY.copysign(x);
-    }
-    let a = x.abs();
-    let q = 1.0 - a;
-    let w = if a <= 0.5 { -(-a * a).ln_1p() } else { -(q * (1.0 + a)).ln() };
-    let p = if w < 5.0 {
-        horner(
-            w - 2.5,
-            &[
-                2.81022636e-08,
-                3.43273939e-07,
-                -3.5233877e-06,
-                -4.39150654e-06,
-                0.00021858087,
-                -0.00125372503,
-                -0.00417768164,
-                0.246640727,
-                1.50140941,
-            ],
-        )
-    } else {
-        horner(
-            w.sqrt() - 3.0,
-            &[
-                -0.000200214257,
-                0.000100950558,
-                0.00134934322,
-                -0.00367342844,
-                0.00573950773,
-                -0.0076224613,
-                0.00943887047,
-                1.00167406,
-                2.83297682,
-            ],
-        )
-    };
-    let mut y = p * a;
-    for _ in 0..8 {
-        let residual = if a <= 0.5 { libm::erf(y) - a } else { q - libm::erfc(y) };
-        // Newton's step t = f/f'; Halley's step t / (1 - t f''/(2 f')) with f''/f' = -2y.
-        let t = residual / (FRAC_2_SQRT_PI * (-y * y).exp());
-        let step = t / (1.0 + y * t);
-        let next = y - step;
-        if next == y || !next.is_finite() {
-            break;
-        }
-        y = next;
-    }
-    y.copysign(x)
-}
-
-/// Evaluates a polynomial with coefficients from the highest degree down.
-fn horner(w: f64, coefficients: &[f64]) -> f64 {
-    coefficients.iter().fold(0.0, |p, &c| p * w + c)
-}

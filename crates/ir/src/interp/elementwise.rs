@@ -382,14 +382,15 @@ impl Kernel for bool {
     }
 }
 
-/// The inverse error function in f64, within 2 ulp.
+/// The inverse error function in f64, within 2 ulp (the f32 `erf_inv` rounds this). Shared with the
+/// CPU backend so both compute the same bits.
 ///
 /// Giles' single-precision polynomials ("Approximating the erfinv function", GPU Computing Gems, 2011;
 /// XLA's f32 `ErfInv`) give a first guess good to ~1e-7 relative; Halley steps on the residual
 /// `erf(y) - x` then reach f64 accuracy (each step cubes the error; the loop stops when a step no
 /// longer changes `y`, usually after one or two). For |x| > 0.5 the residual is formed as
 /// `(1 - x) - erfc(y)`, where `1 - x` is exact (Sterbenz), so it does not cancel near ±1.
-fn erf_inv(x: f64) -> f64 {
+pub fn erf_inv(x: f64) -> f64 {
     if x.is_nan() || x.abs() > 1.0 {
         return f64::NAN;
     }

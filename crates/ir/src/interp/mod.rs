@@ -7,6 +7,8 @@
 
 mod control;
 mod elementwise;
+
+pub use elementwise::erf_inv;
 mod indexing;
 mod reduce;
 mod structural;
