@@ -2,7 +2,6 @@
 //! replaced by inline polynomials or tile calls). Each computes exactly what the interpreter computes
 //! (the same Rust/libm function), so results are bitwise equal. None of them can panic.
 
-
 /// The symbol of routine `op` (a primitive name) for f32 or f64.
 pub(crate) fn name(op: &'static str, f64: bool) -> &'static str {
     for (n, o, is64, _) in table() {
@@ -90,4 +89,3 @@ fn table() -> [Entry; 26] {
         ("kiln_atan2_f64", "atan2", true, kiln_atan2_f64 as *const u8),
     ]
 }
-

@@ -12,9 +12,8 @@
 //!   `sign`, `floor`, `ceil`, `round*` have zero derivative.
 //! * `pow(a, b)`: `∂/∂a = 0` where `b == 0` (`a**0` is constant; JAX gives NaN at `a = 0`) and
 //!   `∂/∂b = 0` where `a == 0` (the limit of `a**b · log a`; JAX gives NaN for `b < 0`).
-//! * `clamp(lo, x, hi)` (kiln's choice, inclusive; JAX's rule gives nobody the cotangent at a tie):
-//!   the result is one of its operands, and that operand gets the cotangent — `x` where
-//!   `lo <= x <= hi` (and where `x` is NaN), `lo` where `x < lo <= hi`, `hi` where `hi < max(x, lo)`.
+//! * `clamp(lo, x, hi)`: JAX's rule, the transpose of the JVP rule — `x` gets the cotangent strictly
+//!   inside `(lo, hi)`, `lo` where `lo > x` and `lo < hi`, `hi` where `hi < x`; at a tie nobody does.
 //! * `cummax`/`cummin`: each output's cotangent goes to the first position that reached its running
 //!   extreme.
 //! * `scatter` (set) with duplicate indices: only the winning update (the last one in row-major
@@ -266,8 +265,9 @@ fn binary(op: BinaryOp, a: &Tensor, b: &Tensor, out: &Tensor, ct: &Tensor) -> Ve
     vec![Some(da), Some(db)]
 }
 
-/// `clamp(lo, x, hi) = min(max(x, lo), hi)`: the cotangent goes to the operand the result equals
-/// (see the module docs); a scalar bound gets the sum over its elements.
+/// `clamp(lo, x, hi) = min(max(x, lo), hi)`: the transpose of JAX's clamp JVP (and kiln's), so both
+/// modes agree at ties: `x` gets the cotangent strictly inside `(lo, hi)`, `lo` where `lo > x` and
+/// `lo < hi`, `hi` where `hi < x`; a scalar bound gets the sum over its elements.
 fn clamp(lo: &Tensor, x: &Tensor, hi: &Tensor, ct: &Tensor) -> Vec<Option<Tensor>> {
     if !x.dtype().is_float() {
         return vec![None; 3];
@@ -276,9 +276,9 @@ fn clamp(lo: &Tensor, x: &Tensor, hi: &Tensor, ct: &Tensor) -> Vec<Option<Tensor
     let full =
         |t: &Tensor| if t.shape() == dims { t.clone() } else { lax::broadcast_in_dim(t, dims.dims(), &[]) };
     let (lo_f, hi_f) = (full(lo), full(hi));
-    let to_hi = hi_f.lt(&x.maximum(&lo_f));
-    let to_lo = to_hi.logical_not().logical_and(&x.lt(&lo_f));
-    let to_x = to_hi.logical_or(&to_lo).logical_not();
+    let to_x = x.gt(&lo_f).logical_and(&x.lt(&hi_f));
+    let to_lo = lo_f.gt(x).logical_and(&lo_f.lt(&hi_f));
+    let to_hi = hi_f.lt(x);
     let zero = zeros_like(ct);
     let all: Vec<usize> = (0..dims.rank()).collect();
     let bound = |mask: &Tensor, t: &Tensor| {
