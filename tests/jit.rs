@@ -146,3 +146,21 @@ fn jit_of_vmap_of_grad_matches_eager() {
         assert!((a - b).abs() <= 1e-12 * (1.0 + b.abs()), "{a} vs {b}");
     }
 }
+
+#[test]
+fn jit_of_grad_through_take_and_segment_sum_matches_eager() {
+    // take → gather (its gradient a scatter_add); segment_sum (its gradient a gather).
+    // g = x[[4, 0, -1→4, 2, 0]] = [x4, x0, x4, x2, x0]; ids [1, 0, 1, 2, -1] (the last row dropped):
+    // s = [x0², 2·x4², x2²]; loss = 1·s0 + 2·s1 + 3·s2 = x0² + 4·x4² + 3·x2²
+    // grad = [2·x0, 0, 6·x2, 0, 8·x4] = [2, 0, 18, 0, 40] at x = [1, 2, 3, 4, 5].
+    let loss = |x: Tensor| {
+        let g = x.take(&Tensor::from_vec(&[5], vec![4i32, 0, -1, 2, 0]), 0);
+        let s = (&g * &g).segment_sum(&Tensor::from_vec(&[5], vec![1i32, 0, 1, 2, -1]), 3);
+        (&s * &Tensor::from_vec(&[3], vec![1.0f64, 2.0, 3.0])).sum(All)
+    };
+    let x = Tensor::from_vec(&[5], vec![1.0f64, 2.0, 3.0, 4.0, 5.0]);
+    let eager = grad(loss)(x.clone());
+    let compiled = jit(grad(loss)).call(&x).unwrap();
+    assert_eq!(compiled.to_vec::<f64>(), vec![2.0, 0.0, 18.0, 0.0, 40.0]);
+    assert_eq!(compiled.to_array().unwrap(), eager.to_array().unwrap());
+}

@@ -5,6 +5,8 @@
 use crate::CompileError;
 use crate::codegen::Jit;
 use crate::fusion::{self, Role};
+use crate::runtime::indexing::{ScatterPlan, SegmentSumPlan};
+use crate::runtime::sort::SortPlan;
 use crate::runtime::{Aligned, Executable, Loc, Op, Step, control::Control, dot::DotPlan};
 use kiln_ir::{Array, Function, Prim, TensorType, Var};
 use std::sync::Mutex;
@@ -87,8 +89,14 @@ fn runtime_op(f: &Function, prim: &Prim, ins: &[Var], outs: &[Var]) -> Result<(O
             let s = c.scratch_bytes();
             Ok((Op::Control(Box::new(c)), s))
         }
-        Prim::Sort { .. } | Prim::Scatter { .. } | Prim::SegmentSum { .. } => {
-            Err(CompileError::unsupported(prim.name(), "no runtime routine yet"))
+        Prim::Sort { dimension, num_keys } => {
+            Ok((Op::Sort(SortPlan::new(*dimension, *num_keys, &in_types)?), 0))
+        }
+        Prim::Scatter { op, axis, batch_dims, mode } => {
+            Ok((Op::Scatter(ScatterPlan::new(*op, *axis, *batch_dims, *mode, &in_types)?), 0))
+        }
+        Prim::SegmentSum { num_segments } => {
+            Ok((Op::SegmentSum(SegmentSumPlan::new(*num_segments, &in_types)?), 0))
         }
         Prim::Unary(_)
         | Prim::Binary(_)

@@ -2,7 +2,9 @@
 //! scratch space, then each batch is one gemm into the `[batch, m, n]` result — which is exactly the
 //! result layout (batch dims, lhs free dims, rhs free dims). f32/f64 go through matrixmultiply
 //! (blocked, FMA: not bitwise equal to the interpreter's sequential sum; within a reduction
-//! tolerance); ints wrap and bool is or-of-ands, both exact in any order.
+//! tolerance); ints wrap and bool is or-of-ands, both exact in any order. With a
+//! `preferred_element_type` other than the operands' dtype, packing converts each element (XLA's
+//! `convert`, as the interpreter does before its dot), so the gemm runs in the result dtype.
 
 use crate::CompileError;
 use kiln_ir::{DType, TensorType};
@@ -15,10 +17,13 @@ const MAX_RANK: usize = 16;
 struct Pack {
     dims: Vec<usize>,
     src_strides: Vec<usize>,
+    /// The source element dtype and the packed one (equal: a byte copy).
+    from: DType,
+    to: DType,
 }
 
 impl Pack {
-    fn new(ty: &TensorType, order: &[usize]) -> Pack {
+    fn new(ty: &TensorType, order: &[usize], to: DType) -> Pack {
         let d = ty.shape.dims();
         let mut strides = vec![1usize; d.len()];
         for k in (0..d.len().saturating_sub(1)).rev() {
@@ -27,12 +32,15 @@ impl Pack {
         Pack {
             dims: order.iter().map(|&o| d[o]).collect(),
             src_strides: order.iter().map(|&o| strides[o]).collect(),
+            from: ty.dtype,
+            to,
         }
     }
 
     /// # Safety
-    /// `src` holds the source array, `dst` room for all of it; elements are `size` bytes.
-    unsafe fn run(&self, src: *const u8, dst: *mut u8, size: usize) {
+    /// `src` holds the source array, `dst` room for all of it in the packed dtype.
+    unsafe fn run(&self, src: *const u8, dst: *mut u8) {
+        let (size, out) = (self.from.size_bytes(), self.to.size_bytes());
         let total: usize = self.dims.iter().product();
         if total == 0 {
             return;
@@ -42,7 +50,13 @@ impl Pack {
         let mut off = 0usize;
         for i in 0..total {
             // SAFETY: `off` is a valid element offset of the source, `i` of the destination.
-            unsafe { std::ptr::copy_nonoverlapping(src.add(off * size), dst.add(i * size), size) };
+            unsafe {
+                if self.from == self.to {
+                    std::ptr::copy_nonoverlapping(src.add(off * size), dst.add(i * out), size);
+                } else {
+                    convert(self.from, self.to, src.add(off * size), dst.add(i * out));
+                }
+            }
             // Odometer step, innermost dim first.
             for d in (0..rank).rev() {
                 ctr[d] += 1;
@@ -77,12 +91,7 @@ impl DotPlan {
         batch: (&[usize], &[usize]),
         preferred: Option<DType>,
     ) -> Result<DotPlan, CompileError> {
-        if preferred.is_some_and(|p| p != lhs.dtype) {
-            return Err(CompileError::unsupported(
-                "dot_general",
-                "preferred_element_type differing from the operands'",
-            ));
-        }
+        let dtype = preferred.unwrap_or(lhs.dtype);
         if lhs.rank() > MAX_RANK || rhs.rank() > MAX_RANK {
             return Err(CompileError::unsupported("dot_general", "rank over 16"));
         }
@@ -94,13 +103,13 @@ impl DotPlan {
         let lorder = [batch.0, &lf, contracting.0].concat();
         let rorder = [batch.1, contracting.1, &rf].concat();
         Ok(DotPlan {
-            dtype: lhs.dtype,
+            dtype,
             batch: size(lhs, batch.0),
             m: size(lhs, &lf),
             k: size(lhs, contracting.0),
             n: size(rhs, &rf),
-            lhs: Pack::new(lhs, &lorder),
-            rhs: Pack::new(rhs, &rorder),
+            lhs: Pack::new(lhs, &lorder, dtype),
+            rhs: Pack::new(rhs, &rorder, dtype),
         })
     }
 
@@ -119,8 +128,8 @@ impl DotPlan {
         let (m, k, n) = (self.m, self.k, self.n);
         // SAFETY: per the contract; each batch addresses its own [m,k], [k,n], [m,n] blocks.
         unsafe {
-            self.lhs.run(lhs, a, s);
-            self.rhs.run(rhs, b, s);
+            self.lhs.run(lhs, a);
+            self.rhs.run(rhs, b);
             if k == 0 {
                 std::ptr::write_bytes(out, 0, self.batch * m * n * s);
                 return;
@@ -167,6 +176,69 @@ impl DotPlan {
                     DType::I32 | DType::U32 => int_gemm(m, k, n, a.cast(), b.cast(), c.cast()),
                     DType::Bool => bool_gemm(m, k, n, a, b, c),
                 }
+            }
+        }
+    }
+}
+
+/// A value of any dtype, wide enough to convert exactly where the target can hold it (the
+/// interpreter's `Scalar`).
+enum Scalar {
+    F(f64),
+    I(i64),
+    B(bool),
+}
+
+/// Converts one element as XLA's `convert` (and the interpreter): float→int truncates and saturates
+/// (NaN→0), int→int wraps, int→float rounds once, →bool is `!= 0`, bool→number is 0/1.
+///
+/// # Safety
+/// `src` holds one `from` element, `dst` room for one `to` element.
+unsafe fn convert(from: DType, to: DType, src: *const u8, dst: *mut u8) {
+    // SAFETY: per the contract.
+    unsafe {
+        let v = match from {
+            DType::F32 => Scalar::F(f64::from(*src.cast::<f32>())),
+            DType::F64 => Scalar::F(*src.cast::<f64>()),
+            DType::I32 => Scalar::I(i64::from(*src.cast::<i32>())),
+            DType::U32 => Scalar::I(i64::from(*src.cast::<u32>())),
+            DType::Bool => Scalar::B(*src != 0),
+        };
+        match to {
+            DType::F32 => {
+                *dst.cast::<f32>() = match v {
+                    Scalar::F(x) => x as f32,
+                    Scalar::I(i) => i as f32,
+                    Scalar::B(b) => f32::from(u8::from(b)),
+                }
+            }
+            DType::F64 => {
+                *dst.cast::<f64>() = match v {
+                    Scalar::F(x) => x,
+                    Scalar::I(i) => i as f64,
+                    Scalar::B(b) => f64::from(u8::from(b)),
+                }
+            }
+            DType::I32 => {
+                *dst.cast::<i32>() = match v {
+                    Scalar::F(x) => x as i32,
+                    Scalar::I(i) => i as i32,
+                    Scalar::B(b) => i32::from(b),
+                }
+            }
+            DType::U32 => {
+                *dst.cast::<u32>() = match v {
+                    Scalar::F(x) => x as u32,
+                    Scalar::I(i) => i as u32,
+                    Scalar::B(b) => u32::from(b),
+                }
+            }
+            DType::Bool => {
+                *dst = u8::from(match v {
+                    Scalar::F(x) => x != 0.0,
+                    Scalar::I(i) => i != 0,
+                    Scalar::B(b) => b,
+                })
             }
         }
     }

@@ -3,7 +3,9 @@
 
 pub(crate) mod control;
 pub(crate) mod dot;
+pub(crate) mod indexing;
 pub(crate) mod math;
+pub(crate) mod sort;
 pub(crate) mod threefry;
 
 use crate::codegen::{Code, KernelFn, MAX_KERNEL_OPERANDS};
@@ -31,6 +33,12 @@ pub(crate) enum Op {
     Control(Box<control::Control>),
     /// Threefry-2x32 over `n` elements.
     Threefry(usize),
+    /// `sort`: inputs and outputs are the operands, in order.
+    Sort(sort::SortPlan),
+    /// `scatter`/`scatter_add`: operand, indices, updates.
+    Scatter(indexing::ScatterPlan),
+    /// `segment_sum`: data, ids.
+    SegmentSum(indexing::SegmentSumPlan),
 }
 
 /// One step of the plan, in execution order.
@@ -171,6 +179,23 @@ impl Executable {
                     let p = |k: usize| ptr(&step.inputs[k]).cast::<u32>().cast_const();
                     let q = |k: usize| ptr(&step.outputs[k]).cast::<u32>();
                     threefry::run(*n, [p(0), p(1), p(2), p(3)], [q(0), q(1)]);
+                },
+                // SAFETY (three arms): as above; outputs are fresh arena buffers, never an input's.
+                Op::Sort(s) => unsafe {
+                    let ins: Vec<*const u8> = step.inputs.iter().map(|l| ptr(l).cast_const()).collect();
+                    let outs: Vec<*mut u8> = step.outputs.iter().map(&ptr).collect();
+                    s.run(&ins, &outs)
+                },
+                Op::Scatter(s) => unsafe {
+                    let p = |k: usize| ptr(&step.inputs[k]).cast_const();
+                    s.run(p(0), p(1), p(2), ptr(&step.outputs[0]))
+                },
+                Op::SegmentSum(s) => unsafe {
+                    s.run(
+                        ptr(&step.inputs[0]).cast_const(),
+                        ptr(&step.inputs[1]).cast_const(),
+                        ptr(&step.outputs[0]),
+                    )
                 },
             }
         }
