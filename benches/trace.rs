@@ -28,8 +28,12 @@ fn bench(c: &mut Criterion) {
     c.bench_function("trace seed loss", |b| b.iter(|| trace(loss, black_box(&shapes)).unwrap()));
     let traced = trace(loss, &shapes).unwrap();
     c.bench_function("interpret seed loss", |b| b.iter(|| traced.eval(black_box(&inputs())).unwrap()));
-    c.bench_function("trace grad of seed loss", |b| b.iter(|| trace(grad(loss), black_box(&shapes)).unwrap()));
-    c.bench_function("jit(grad) compile", |b| b.iter(|| jit(grad(loss)).compiled(black_box(&inputs())).unwrap()));
+    c.bench_function("trace grad of seed loss", |b| {
+        b.iter(|| trace(grad(loss), black_box(&shapes)).unwrap())
+    });
+    c.bench_function("jit(grad) compile", |b| {
+        b.iter(|| jit(grad(loss)).compiled(black_box(&inputs())).unwrap())
+    });
     let g = jit(grad(loss));
     g.call(&inputs()).unwrap();
     c.bench_function("jit(grad) run", |b| b.iter(|| g.call(black_box(&inputs())).unwrap()));
