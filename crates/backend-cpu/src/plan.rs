@@ -154,8 +154,9 @@ pub fn compile(f: &Function) -> Result<Executable, CompileError> {
             Role::Inline => {}
             Role::Kernel => {
                 let (handle, leaves) = jit.kernel(f, i, &inline)?;
+                let rows = f.var_type(e.outputs[0]).shape.dims().first().map_or(1, |&n| n as i64);
                 drafts.push(Draft {
-                    op: Op::Kernel(handle),
+                    op: Op::Kernel { kernel: handle, rows },
                     inputs: leaves,
                     outputs: e.outputs.to_vec(),
                     scratch_bytes: 0,

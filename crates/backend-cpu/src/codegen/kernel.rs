@@ -45,6 +45,8 @@ pub(super) fn build(
     b.append_block_params_for_function_params(entry);
     b.switch_to_block(entry);
     let table = b.block_params(entry)[0];
+    // The kernel computes outer-axis rows [lo, hi) of its output (the runtime splits rows over threads).
+    let (lo, hi) = (b.block_params(entry)[1], b.block_params(entry)[2]);
     let mut bases = HashMap::new();
     for (k, v) in leaves.iter().enumerate() {
         let p = b.ins().load(types::I64, mem(), table, (k * 8) as i32);
@@ -56,7 +58,7 @@ pub(super) fn build(
     let out_ty = f.var_type(e.outputs[0]).clone();
     let dims = out_ty.shape.dims().to_vec();
     if out_ty.shape.size() > 0 {
-        em.for_each_index(&dims, &mut |s, idx| {
+        em.for_each_index_rows(&dims, lo, hi, &mut |s, idx| {
             let v = s.eqn_value(e, idx)?;
             let off = s.offset(&dims, idx);
             s.store(out_ty.dtype, out_base, off, v);
@@ -98,9 +100,19 @@ impl<'a, 'b> Emitter<'a, 'b> {
 
     /// `for i in 0..n { body(i) }` with `n` an i64 value.
     fn for_range(&mut self, n: Value, body: &mut dyn FnMut(&mut Self, Value) -> R<()>) -> R<()> {
-        let var = self.b.declare_var(types::I64);
         let zero = self.b.ins().iconst(types::I64, 0);
-        self.b.def_var(var, zero);
+        self.for_range_from(zero, n, body)
+    }
+
+    /// `for i in lo..hi { body(i) }` with i64 bounds.
+    fn for_range_from(
+        &mut self,
+        lo: Value,
+        n: Value,
+        body: &mut dyn FnMut(&mut Self, Value) -> R<()>,
+    ) -> R<()> {
+        let var = self.b.declare_var(types::I64);
+        self.b.def_var(var, lo);
         let (header, body_blk, exit) = (self.b.create_block(), self.b.create_block(), self.b.create_block());
         self.b.ins().jump(header, &[]);
         self.b.switch_to_block(header);
@@ -120,6 +132,27 @@ impl<'a, 'b> Emitter<'a, 'b> {
     fn for_each_index(&mut self, dims: &[usize], body: &mut Body<'_, 'a, 'b>) -> R<()> {
         let mut prefix = Vec::with_capacity(dims.len());
         self.nest(dims, &mut prefix, body)
+    }
+
+    /// Like [`Emitter::for_each_index`], with the outermost axis restricted to `[lo, hi)` (a rank-0
+    /// index space has one element, computed whatever the bounds).
+    fn for_each_index_rows(
+        &mut self,
+        dims: &[usize],
+        lo: Value,
+        hi: Value,
+        body: &mut Body<'_, 'a, 'b>,
+    ) -> R<()> {
+        if dims.is_empty() {
+            return body(self, &[]);
+        }
+        let mut prefix = Vec::with_capacity(dims.len());
+        self.for_range_from(lo, hi, &mut |s, i| {
+            prefix.push(i);
+            let r = s.nest(dims, &mut prefix, body);
+            prefix.pop();
+            r
+        })
     }
 
     fn nest(&mut self, dims: &[usize], prefix: &mut Vec<Value>, body: &mut Body<'_, 'a, 'b>) -> R<()> {

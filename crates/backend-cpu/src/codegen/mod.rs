@@ -20,8 +20,10 @@ use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{Module, default_libcall_names};
 use kiln_ir::{Function, Var};
 
-/// The native signature of every kernel: `fn(table: *const *mut u8)`.
-pub(crate) type KernelFn = unsafe extern "C" fn(*const *mut u8);
+/// The native signature of every kernel: `fn(table: *const *mut u8, lo: i64, hi: i64)`, computing the
+/// rows `lo..hi` of the output's outermost axis (`0..dims[0]` for the whole output; ignored for a
+/// rank-0 output). Rows are independent, so disjoint row ranges may run on different threads.
+pub(crate) type KernelFn = unsafe extern "C" fn(*const *mut u8, i64, i64);
 
 /// The most operands (leaves plus output) one kernel may take; the runtime passes the pointer table
 /// on the stack.
@@ -90,6 +92,8 @@ impl Jit {
         let ptr = self.module.target_config().pointer_type();
         self.module.clear_context(&mut self.ctx);
         self.ctx.func.signature.params.push(AbiParam::new(ptr));
+        self.ctx.func.signature.params.push(AbiParam::new(types::I64));
+        self.ctx.func.signature.params.push(AbiParam::new(types::I64));
         let leaves = kernel::build(&mut self.module, &mut self.ctx.func, &mut self.fctx, f, root, inline)?;
         if leaves.len() + 1 > MAX_KERNEL_OPERANDS {
             return Err(CompileError::unsupported(f.eqns[root].prim.name(), "kernel with over 255 operands"));
@@ -106,7 +110,6 @@ impl Jit {
             .map_err(|e| CompileError::Codegen(format!("{e:?}")))?;
         let handle = self.pending.len();
         self.pending.push((id, handle));
-        let _ = types::I64;
         Ok((handle, leaves))
     }
 
@@ -118,7 +121,7 @@ impl Jit {
             .iter()
             .map(|(id, _)| {
                 let p = self.module.get_finalized_function(*id);
-                // SAFETY: every kernel was defined with the signature `fn(*const *mut u8)` (SysV).
+                // SAFETY: every kernel was defined with the signature `fn(*const *mut u8, i64, i64)` (SysV).
                 unsafe { std::mem::transmute::<*const u8, KernelFn>(p) }
             })
             .collect();

@@ -25,8 +25,13 @@ pub(crate) enum Loc {
 
 /// What one step does.
 pub(crate) enum Op {
-    /// A JIT kernel (index into `Executable::kernels`): table = inputs, then the output.
-    Kernel(usize),
+    /// A JIT kernel: table = inputs, then the output.
+    Kernel {
+        /// Index into `Executable::kernels`.
+        kernel: usize,
+        /// Length of the output's outermost axis (1 for a rank-0 output).
+        rows: i64,
+    },
     /// `dot_general` through matrixmultiply (f32/f64) or a loop.
     Dot(dot::DotPlan),
     /// Control flow over compiled sub-functions.
@@ -161,14 +166,14 @@ impl Executable {
             // SAFETY: the plan sized every step's scratch space inside the arena.
             let scratch = unsafe { arena.add(step.scratch) };
             match &step.op {
-                Op::Kernel(k) => {
+                Op::Kernel { kernel, rows } => {
                     let mut table = [std::ptr::null_mut::<u8>(); MAX_KERNEL_OPERANDS];
                     for (slot, l) in table.iter_mut().zip(step.inputs.iter().chain(&step.outputs)) {
                         *slot = ptr(l);
                     }
                     // SAFETY: the kernel reads its leaves and writes its output within their types'
                     // sizes (indices clamped at compile time), through this table.
-                    unsafe { (self.kernels[*k])(table.as_ptr()) };
+                    unsafe { (self.kernels[*kernel])(table.as_ptr(), 0, *rows) };
                 }
                 // SAFETY (three arms): operand buffers have the types the plan was built for.
                 Op::Dot(d) => unsafe {
