@@ -23,6 +23,7 @@ mod ad;
 mod checkpoint_policy;
 mod custom;
 mod jit;
+pub mod optim;
 mod vmap;
 
 pub use ad::{

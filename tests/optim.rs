@@ -1,0 +1,97 @@
+//! `kiln::optim`: SGD, Adam and global-norm clipping against hand-computed updates (optax's formulas).
+
+use kiln::optim::{Adam, Sgd, clip_by_global_norm, global_norm};
+use kiln::prelude::*;
+
+fn v(x: &[f32]) -> Tensor {
+    Tensor::from_vec(&[x.len()], x.to_vec())
+}
+
+fn close(got: &[f32], want: &[f64]) {
+    assert_eq!(got.len(), want.len());
+    for (g, w) in got.iter().zip(want) {
+        assert!((*g as f64 - w).abs() <= 1e-6 * w.abs().max(1.0), "got {got:?}, want {want:?}");
+    }
+}
+
+#[test]
+fn sgd_plain_step() {
+    // p − lr·g = [1 − 0.1·0.5, 2 + 0.1·1] = [0.95, 2.1]
+    let mut opt = Sgd::new(0.1);
+    let p = opt.update(&v(&[1.0, 2.0]), &v(&[0.5, -1.0])).unwrap();
+    close(&p.to_vec::<f32>(), &[0.95, 2.1]);
+}
+
+#[test]
+fn sgd_momentum_accumulates_velocity() {
+    // step 1: v = g, p = 1 − 0.1·0.5 = 0.95; step 2: v = 0.9·0.5 + 0.5 = 0.95, p = 0.95 − 0.095 = 0.855
+    let mut opt = Sgd::with_momentum(0.1, 0.9);
+    let g = v(&[0.5]);
+    let p = opt.update(&v(&[1.0]), &g).unwrap();
+    let p = opt.update(&p, &g).unwrap();
+    close(&p.to_vec::<f32>(), &[0.855]);
+}
+
+#[test]
+fn adam_two_steps_match_hand_values() {
+    // Step 1: m = 0.05, v = 0.00025, m̂ = 0.5, v̂ = 0.25 → p = 1 − 0.1·0.5/(0.5 + 1e-8) = 0.9000000020.
+    // Step 2 (g = −1): m = 0.045 − 0.1 = −0.055, v = 0.00024975 + 0.001 = 0.00124975,
+    // m̂ = −0.055/0.19, v̂ = 0.00124975/0.001999 → p = 0.93661035 (computed in f64 by hand script).
+    let mut opt = Adam::new(0.1);
+    let p = opt.update(&v(&[1.0]), &v(&[0.5])).unwrap();
+    close(&p.to_vec::<f32>(), &[0.900_000_002]);
+    let p = opt.update(&p, &v(&[-1.0])).unwrap();
+    close(&p.to_vec::<f32>(), &[0.936_610_354]);
+    assert_eq!(opt.steps(), 2);
+}
+
+#[test]
+fn adam_updates_every_leaf_of_a_tree() {
+    // Step 1 of Adam moves every leaf by lr·sign(g) (|g| ≫ eps).
+    let mut opt = Adam::new(0.5);
+    let params = (v(&[1.0, 1.0]), Tensor::scalar(3.0f32));
+    let grads = (v(&[2.0, -4.0]), Tensor::scalar(-0.25f32));
+    let (a, b) = opt.update(&params, &grads).unwrap();
+    close(&a.to_vec::<f32>(), &[0.5, 1.5]);
+    close(&[b.item::<f32>()], &[3.5]);
+}
+
+#[test]
+fn clip_by_global_norm_scales_only_above_the_bound() {
+    // norm of ([3], [4]) = 5; max 1 → scaled by 1/5; max 10 → unchanged.
+    let g = (v(&[3.0]), v(&[4.0]));
+    assert_eq!(global_norm(&g).item::<f32>(), 5.0);
+    let ((a, b), n) = clip_by_global_norm(&g, 1.0).unwrap();
+    assert_eq!(n.item::<f32>(), 5.0);
+    close(&[a.to_vec::<f32>()[0], b.to_vec::<f32>()[0]], &[0.6, 0.8]);
+    let ((a, b), _) = clip_by_global_norm(&g, 10.0).unwrap();
+    assert_eq!((a.to_vec::<f32>(), b.to_vec::<f32>()), (vec![3.0], vec![4.0]));
+    assert!(clip_by_global_norm(&g, 0.0).is_err());
+    assert!(clip_by_global_norm(&g, f64::NAN).is_err());
+}
+
+#[test]
+fn mismatched_gradients_are_errors() {
+    let mut opt = Adam::new(0.1);
+    let e = opt.update(&v(&[1.0, 2.0]), &v(&[1.0])).unwrap_err();
+    assert!(e.to_string().contains("Adam::update"), "{e}");
+    let mut sgd = Sgd::new(0.1);
+    let ints = Tensor::from_vec(&[1], vec![1i32]);
+    assert!(sgd.update(&ints, &ints).unwrap_err().to_string().contains("float"));
+}
+
+#[test]
+fn adam_fits_a_quadratic_through_jit_grad() {
+    // argmin of Σ (p − t)² is t; Adam from 0 gets there.
+    let target = v(&[1.0, -2.0, 0.5]);
+    let g = jit(move |p: Tensor| grad(|p: Tensor| (&p - &target).square().sum_all())(p));
+    let mut p = v(&[0.0, 0.0, 0.0]);
+    let mut opt = Adam::new(0.05);
+    for _ in 0..600 {
+        let gp = g.call(&p).unwrap();
+        p = opt.update(&p, &gp).unwrap();
+    }
+    for (x, t) in p.to_vec::<f32>().iter().zip([1.0f32, -2.0, 0.5]) {
+        assert!((x - t).abs() < 1e-2, "{x} vs {t}");
+    }
+}
