@@ -3,7 +3,7 @@
 //! line per case, then, given the JAX side's output, checks the checksums.
 //!
 //! ```sh
-//! cargo run --release --example bench_w24 [-- --only W2,W4] [--match grad] [--jax jax.txt]
+//! cargo run --release --example bench_w24 [-- --only W2,W4] [--match grad] [--jax jax.txt] [--max-reps N]
 //! ```
 //! `--jax FILE`: lines `RESULT {json}` printed by the anchors (`w2_massspring.py`, `w4_rollout.py`);
 //! each kiln row is joined on (workload, variant, size) and its checksum compared (sum|x| and the
@@ -59,6 +59,7 @@ fn main() {
     let only: Option<Vec<String>> = arg("--only").map(|s| s.split(',').map(str::to_string).collect());
     let filter = arg("--match");
     let jax = jax_rows(arg("--jax"));
+    let max_reps: usize = arg("--max-reps").map_or(200, |s| s.parse().expect("--max-reps N"));
     let mut mismatches = 0;
     let cases = workloads::w2::cases().into_iter().chain(workloads::w4::cases());
     for case in cases {
@@ -74,7 +75,7 @@ fn main() {
         let mut out = run();
         let first = t0.elapsed().as_secs_f64();
         let mut times = Vec::new();
-        while times.len() < 200 {
+        while times.len() < max_reps {
             let t = Instant::now();
             out = run();
             times.push(t.elapsed().as_secs_f64());

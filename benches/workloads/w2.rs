@@ -92,7 +92,7 @@ fn robot() -> Robot {
 
 /// The robot's constant arrays as tensors (they become constants of the traced program).
 #[derive(Clone)]
-struct Consts {
+pub(crate) struct Consts {
     pos: Tensor,
     a: Tensor,
     b: Tensor,
@@ -100,7 +100,7 @@ struct Consts {
     masses: usize,
 }
 
-fn consts() -> Consts {
+pub(crate) fn consts() -> Consts {
     let r = robot();
     let (m, s) = (r.pos.len() / 2, r.a.len());
     Consts {
@@ -113,7 +113,7 @@ fn consts() -> Consts {
 }
 
 /// `-mean_i x_T[i, 0]` after T steps for controller weights `w: f32[S, NSIN]`; a scalar f32.
-fn loss(c: &Consts, w: &Tensor) -> Tensor {
+pub(crate) fn loss(c: &Consts, w: &Tensor) -> Tensor {
     let phase = Tensor::arange(NSIN, DType::F32) * (2.0 * std::f64::consts::PI / NSIN as f64);
     let m = c.masses;
     let step = |(x, v): (Tensor, Tensor), t: Tensor| {

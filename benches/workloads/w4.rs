@@ -21,6 +21,9 @@ const FMAX: f64 = 10.0;
 const DT: f64 = 0.02;
 /// Steps per rollout.
 const T: usize = 1000;
+/// How the gradient through the scan is stored (kiln's public `with_checkpoint`). `StoreAll` keeps
+/// every step's residuals, as JAX's `grad` of `lax.scan` does.
+const GRAD_POLICY: Checkpoint = Checkpoint::StoreAll;
 
 /// One environment's total reward over `T` steps from `state0: f32[4]` (`x, xd, th, thd`) under
 /// the policy `u = tanh(W·state + b)` (`w: f32[4]`, `b: f32[]`); a scalar f32.
@@ -43,7 +46,7 @@ fn env_return(state0: &Tensor, w: &Tensor, b: &Tensor) -> Tensor {
 }
 
 /// Mean over the batch (`states: f32[B, 4]`) of each environment's return.
-fn batch_return(states: &Tensor, w: &Tensor, b: &Tensor) -> Tensor {
+pub(crate) fn batch_return(states: &Tensor, w: &Tensor, b: &Tensor) -> Tensor {
     let per_env = vmap(
         |(s, w, b): (Tensor, Tensor, Tensor)| env_return(&s, &w, &b),
         (0, AxisSpec::NONE, AxisSpec::NONE),
@@ -75,7 +78,7 @@ fn make(grad_policy: bool, batch: usize) -> Box<dyn FnMut() -> Vec<kiln::ir::Arr
         // The anchor's grad: argnums (W, b) of -batch_return; JAX returns only those two leaves.
         let program = jit(|args: (Tensor, Tensor, Tensor)| {
             let loss = |(w, b, s): (Tensor, Tensor, Tensor)| -batch_return(&s, &w, &b);
-            let (gw, gb, _) = grad_argnums(loss, &[0, 1])(args);
+            let (gw, gb, _) = with_checkpoint(GRAD_POLICY, || grad_argnums(loss, &[0, 1])(args));
             (gw, gb)
         });
         Box::new(move || {
