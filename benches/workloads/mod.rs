@@ -10,8 +10,9 @@
 
 pub mod common;
 pub mod w1;
+pub mod w2;
+pub mod w4;
 pub mod w5;
-// Coming from the bench2 branch: w2 (mass-spring), w4 (cart-pole rollout).
 
 /// One timed program of the suite, named like the JAX anchor's `emit(workload, variant, size)`.
 pub struct Case {
@@ -26,9 +27,11 @@ pub struct Case {
     pub make: Box<dyn Fn() -> Box<dyn FnMut() -> Vec<kiln::ir::Array>>>,
 }
 
-/// Every case of every workload in this branch, in the JAX suite's order.
+/// Every case of every workload, in the JAX suite's order.
 pub fn all_cases() -> Vec<Case> {
     let mut cases = w1::cases();
+    cases.extend(w2::cases());
+    cases.extend(w4::cases());
     cases.extend(w5::cases());
     cases
 }
