@@ -113,6 +113,11 @@ impl DotPlan {
         })
     }
 
+    /// Multiply-adds counted as two operations: `2·batch·m·k·n`.
+    pub(crate) fn flops(&self) -> usize {
+        2 * self.batch * self.m * self.k * self.n
+    }
+
     /// Scratch bytes: the two packed operands, each 64-byte aligned.
     pub(crate) fn scratch_bytes(&self) -> usize {
         let s = self.dtype.size_bytes();
