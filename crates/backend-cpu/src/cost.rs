@@ -8,18 +8,19 @@ use std::time::Duration;
 /// Work units a parallel task must carry at least; below it a kernel stays on the calling thread.
 ///
 /// One unit ≈ one element operation of a kernel (a load, an add, a store; see [`KernelWork`]).
-/// Measured with `cargo run --release -p kiln-backend-cpu --example threshold` on the 2-vCPU dev VM
-/// (shared, load ~2–4): a serial `x*y+1` kernel (5 units/element) ran at ~0.25 ns per unit, and
-/// splitting it over 2 threads first paid off at ~400k elements (~2M units, ~0.5 ms serial), where
-/// tasks of ~1M units (~250 µs) outweigh rayon's injection and wake-up latency (6–24 µs) and the
-/// chance that the other vCPU is busy (`shared/research/tech-cranelift-egg.md` §6: joins of < 50 µs
-/// per half almost never ran in parallel here). On a dedicated many-core machine this could be ~10×
-/// lower.
+/// Measured with `cargo bench -p kiln-backend-cpu --bench threads` on the 2-vCPU dev VM while other
+/// builds ran (load 4–5): serial kernels ran at 0.19–0.31 ns per unit (`x*y+1`, 6 units/element,
+/// 16k–2M elements). Split in two over a 2-thread pool, a kernel of < 0.8M units per task was
+/// 7–46 % slower in every run (rayon's injection and wake-up latency, 6–24 µs, plus the other vCPU
+/// being busy); from ~1M units per task (~250 µs) the medians scattered around 1.0× (0.63–2.63×,
+/// three runs) — the gain comes when the second core is free. 2²⁰ units ≈ 230 µs matches
+/// `shared/research/tech-cranelift-egg.md` §6 (≥ 100–250 µs per task). A dedicated many-core machine
+/// may want ~10× less: [`CompileOptions::min_task_work`](crate::CompileOptions) overrides it.
 pub(crate) const MIN_TASK_UNITS: u64 = 1 << 20;
 
-/// Units of a per-element call into Rust (`exp`, `sin`, `pow`...): measured at ~8 ns per element
-/// against ~0.25 ns per unit of simple arithmetic (same example), rounded to 32.
-const CALL_UNITS: u64 = 32;
+/// Units of a per-element call into Rust (`exp`, `sin`, `pow`...): `exp(x)` on f32 measured
+/// 3.2 ns per element (same bench) against ~0.22 ns per unit of plain arithmetic: ≈ 16.
+const CALL_UNITS: u64 = 16;
 
 /// The cost of evaluating one primitive once inside a kernel.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -146,9 +147,12 @@ pub(crate) fn kernel_work(f: &Function, root: usize, inlined: &[usize], leaves: 
 }
 
 /// How many tasks a kernel of `work` over `rows` outer rows is split into with `threads` threads:
-/// 1 (serial) unless every task gets at least [`MIN_TASK_UNITS`].
-pub(crate) fn kernel_chunks(work: u64, rows: i64, threads: usize) -> usize {
-    let by_work = usize::try_from(work / MIN_TASK_UNITS).unwrap_or(usize::MAX);
+/// 1 (serial) unless every task gets at least `min_task` units ([`MIN_TASK_UNITS`] by default).
+pub(crate) fn kernel_chunks(work: u64, rows: i64, threads: usize, min_task: Option<u64>) -> usize {
+    let by_work = match min_task.unwrap_or(MIN_TASK_UNITS) {
+        0 => usize::MAX,
+        m => usize::try_from(work / m).unwrap_or(usize::MAX),
+    };
     by_work.min(threads).min(rows.max(1) as usize).max(1)
 }
 

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 ///
 /// ```
 /// use kiln_backend_cpu::CompileOptions;
-/// let serial = CompileOptions { threads: Some(1), dump_dir: None };
+/// let serial = CompileOptions { threads: Some(1), dump_dir: None, min_task_work: None };
 /// assert_eq!(serial.threads, Some(1));
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -25,6 +25,11 @@ pub struct CompileOptions {
     /// `plan.txt`, `kernel<k>.clif`), or `None` for no dump. Failing to write it is reported once on
     /// stderr and never fails compilation.
     pub dump_dir: Option<PathBuf>,
+    /// Estimated work units (≈ element operations) each parallel task must carry: a kernel is split
+    /// into at most `work / min_task_work` row ranges, so one below it runs serially. `None` = the
+    /// default measured on the development VM (2²⁰ units ≈ 250 µs; see `cost.rs`); a many-core
+    /// machine may want ~10× less. `Some(0)` splits every kernel with more than one row.
+    pub min_task_work: Option<u64>,
 }
 
 impl CompileOptions {
@@ -33,7 +38,7 @@ impl CompileOptions {
     pub fn from_env() -> CompileOptions {
         let dump_dir = std::env::var_os("KILN_DUMP").filter(|s| !s.is_empty()).map(PathBuf::from);
         let threads = std::env::var("KILN_NUM_THREADS").ok().and_then(|s| s.trim().parse().ok());
-        CompileOptions { threads, dump_dir }
+        CompileOptions { threads, dump_dir, min_task_work: None }
     }
 }
 

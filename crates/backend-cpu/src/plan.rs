@@ -195,7 +195,7 @@ pub fn compile(f: &Function) -> Result<Executable, CompileError> {
 /// let x = f.add_param(TensorType::new(DType::F32, [3]));
 /// let y = f.push(Prim::Binary(BinaryOp::Add), &[x, x], None)?[0];
 /// f.outputs.push(y);
-/// let exe = compile_with(&f, &CompileOptions { threads: Some(1), dump_dir: None })?;
+/// let exe = compile_with(&f, &CompileOptions { threads: Some(1), ..CompileOptions::default() })?;
 /// let out = exe.run(&[Array::from_vec(&[3], vec![1.0f32, 2.0, 3.0])])?;
 /// assert!(out[0].bitwise_eq(&Array::from_vec(&[3], vec![2.0f32, 4.0, 6.0])));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -207,7 +207,7 @@ pub fn compile_with(f: &Function, options: &CompileOptions) -> Result<Executable
     let start = Instant::now();
     let threads = Threads::new(options.threads);
     let folder = options.dump_dir.as_ref().map(|d| dump::new_folder(d, f));
-    compile_at(f, &threads, folder.as_deref(), start)
+    compile_at(f, &threads, options.min_task_work, folder.as_deref(), start)
 }
 
 /// The equations inlined into the kernel rooted at `root`, in program order.
@@ -233,6 +233,7 @@ fn inlined_eqns(f: &Function, root: usize, inline: &[Option<usize>]) -> Vec<usiz
 fn compile_at(
     f: &Function,
     threads: &Threads,
+    min_task: Option<u64>,
     folder: Option<&Path>,
     start: Instant,
 ) -> Result<Executable, CompileError> {
@@ -258,7 +259,7 @@ fn compile_at(
                 let rows = out.shape.dims().first().map_or(1, |&n| n as i64);
                 let inlined = inlined_eqns(f, i, &inline);
                 let work = cost::kernel_work(f, i, &inlined, leaves.len());
-                let chunks = cost::kernel_chunks(work.units, rows, thread_count);
+                let chunks = cost::kernel_chunks(work.units, rows, thread_count, min_task);
                 if let Some(t) = &mut text {
                     t.kernel(f, step, handle, i, &inlined, &leaves, rows, work.units, chunks);
                 }
@@ -275,7 +276,7 @@ fn compile_at(
             Role::Runtime => {
                 let sub = |g: &Function, label: &str| {
                     let at = folder.map(|d| dump::sub_folder(d, step, e.prim.name(), label));
-                    compile_at(g, threads, at.as_deref(), Instant::now())
+                    compile_at(g, threads, min_task, at.as_deref(), Instant::now())
                 };
                 let (op, scratch_bytes, traffic) = runtime_op(f, &e.prim, &e.inputs, &e.outputs, &sub)?;
                 if let Some(t) = &mut text {
