@@ -25,7 +25,11 @@ fn program(rows: usize, cols: usize, exp: bool) -> (Function, Vec<Array>) {
     let y = f.add_param(ty);
     let one = f.add_const(Array::from_vec(&[], vec![1.0f32]));
     let b = f
-        .push(Prim::BroadcastInDim { shape: kiln_ir::Shape::new(&[rows, cols]), broadcast_dimensions: vec![] }, &[one], None)
+        .push(
+            Prim::BroadcastInDim { shape: kiln_ir::Shape::new(&[rows, cols]), broadcast_dimensions: vec![] },
+            &[one],
+            None,
+        )
         .unwrap()[0];
     let m = f.push(Prim::Binary(BinaryOp::Mul), &[x, y], None).unwrap()[0];
     let s = f.push(Prim::Binary(BinaryOp::Add), &[m, b], None).unwrap()[0];
@@ -91,5 +95,9 @@ fn main() {
     ];
     let exe = compile_with(&f, &serial).unwrap();
     let t = time(30, || drop(exe.run(&args).unwrap()));
-    println!("gemm {m}x{k}x{n} f32 (packing included): {:.3} ms ({:.1} GFLOP/s)", t * 1e3, 2.0 * (m * k * n) as f64 / t * 1e-9);
+    println!(
+        "gemm {m}x{k}x{n} f32 (packing included): {:.3} ms ({:.1} GFLOP/s)",
+        t * 1e3,
+        2.0 * (m * k * n) as f64 / t * 1e-9
+    );
 }

@@ -341,8 +341,11 @@ fn compile_at(
         for v in &d.outputs {
             loc[v.index()] = Some(Loc::Arena(arena.alloc(bytes(f.var_type(*v)))));
         }
-        let scratch = arena.alloc(d.scratch_bytes);
-        arena.release(scratch, d.scratch_bytes);
+        // Scratch is only live during the step; a step without any takes no arena space.
+        let scratch = if d.scratch_bytes > 0 { arena.alloc(d.scratch_bytes) } else { 0 };
+        if d.scratch_bytes > 0 {
+            arena.release(scratch, d.scratch_bytes);
+        }
         let at =
             |v: &Var| loc[v.index()].ok_or_else(|| CompileError::Codegen(format!("{v:?} has no buffer")));
         let inputs = d.inputs.iter().map(at).collect::<Result<Vec<_>, _>>()?;
