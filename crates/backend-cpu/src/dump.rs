@@ -44,13 +44,10 @@ pub(crate) fn write(folder: &Path, f: &Function, plan: &str, clif: &[Option<Stri
         }
         Ok(())
     })();
-    if let Err(e) = result {
-        if !REPORTED.swap(true, Ordering::Relaxed) {
-            eprintln!(
-                "kiln: cannot write the KILN_DUMP dump to {}: {e} (compilation goes on)",
-                folder.display()
-            );
-        }
+    if let Err(e) = result
+        && !REPORTED.swap(true, Ordering::Relaxed)
+    {
+        eprintln!("kiln: cannot write the KILN_DUMP dump to {}: {e} (compilation goes on)", folder.display());
     }
 }
 

@@ -216,11 +216,11 @@ fn inlined_eqns(f: &Function, root: usize, inline: &[Option<usize>]) -> Vec<usiz
     let mut stack = vec![root];
     while let Some(i) = stack.pop() {
         for v in &f.eqns[i].inputs {
-            if let Some(p) = inline[v.index()] {
-                if !found.contains(&p) {
-                    found.push(p);
-                    stack.push(p);
-                }
+            if let Some(p) = inline[v.index()]
+                && !found.contains(&p)
+            {
+                found.push(p);
+                stack.push(p);
             }
         }
     }
