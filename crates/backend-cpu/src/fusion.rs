@@ -1,12 +1,12 @@
 //! Greedy producer→consumer fusion: decides, per equation, whether it is computed inline inside the
 //! kernel of its consumer, is the root of a kernel (its result materialized in a buffer), or runs as a
-//! runtime step (gemm, sort, scatter, control flow).
+//! runtime step (gemm, sort, scatter, cumulative scans, control flow).
 //!
 //! The rule (deliberately simple; the equality-saturation pass improves on it later): an equation a
 //! kernel can express as "value at an output index" is inlined into its consumer when its result has
 //! exactly one use and that use is itself in a kernel; broadcasts and iotas, which cost nothing to
-//! recompute, are inlined into every kernel consumer. Reductions and prefix scans are always kernel
-//! roots (inlining them would recompute a whole loop per consumer element).
+//! recompute, are inlined into every kernel consumer. Reductions are always kernel roots (inlining
+//! them would recompute a whole loop per consumer element).
 
 use kiln_ir::{Function, Prim};
 
@@ -53,8 +53,11 @@ fn lowering(prim: &Prim) -> Lowering {
         | Prim::Pad { .. }
         | Prim::Gather { .. }
         | Prim::StopGradient => Lowering::Inlinable,
-        Prim::Reduce { .. } | Prim::ArgReduce { .. } | Prim::Cumulative { .. } => Lowering::RootOnly,
-        Prim::Sort { .. }
+        Prim::Reduce { .. } | Prim::ArgReduce { .. } => Lowering::RootOnly,
+        // A prefix scan is O(n) as a routine that reuses the previous output row, but O(n²) as a
+        // kernel computing each element independently.
+        Prim::Cumulative { .. }
+        | Prim::Sort { .. }
         | Prim::DotGeneral { .. }
         | Prim::Scatter { .. }
         | Prim::SegmentSum { .. }

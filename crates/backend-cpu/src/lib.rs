@@ -6,20 +6,29 @@
 //! 2. `plan`: steps over buffers, with intermediate buffers placed in one arena by liveness;
 //! 3. `codegen`: one Cranelift function per kernel, a loop nest over the root's output computing each
 //!    element through the fused producers' index arithmetic;
-//! 4. `runtime`: [`Executable::run`] walks the steps — kernels, gemm, control flow over compiled
+//! 4. `runtime`: [`Executable::run`] walks the steps — kernels (split over rayon threads above a
+//!    measured work threshold), gemm, sort, cumulative scans, control flow over compiled
 //!    sub-functions — with an arena pool kept between calls. The interpreter is never used.
+//!
+//! [`compile_with`] takes [`CompileOptions`] (thread count; `KILN_DUMP`-style debug dump of the IR,
+//! the plan and the kernels); [`Executable::cost_report`] estimates bytes moved and flops per call.
 //!
 //! [`vmath`] holds the vectorized transcendental tiles (AVX-512/AVX2/baseline, chosen at run time)
 //! that kernels will call on tiles of elements; today's kernels still call per-element functions.
 #![deny(missing_docs)]
 
 mod codegen;
+mod cost;
+mod dump;
 mod error;
 mod fusion;
+mod options;
 mod plan;
 mod runtime;
 pub mod vmath;
 
+pub use cost::CostReport;
 pub use error::CompileError;
-pub use plan::compile;
+pub use options::CompileOptions;
+pub use plan::{compile, compile_with};
 pub use runtime::{ArgumentError, Executable};

@@ -2,14 +2,25 @@
 //! step gets its operands' locations, and intermediate buffers are placed in one arena by liveness
 //! (first fit over freed blocks), so buffers whose lifetimes do not overlap share memory.
 
-use crate::CompileError;
 use crate::codegen::Jit;
+use crate::cost::{self, Traffic};
+use crate::dump::{self, PlanText};
 use crate::fusion::{self, Role};
+use crate::runtime::control::{Control, SubCompiler};
+use crate::runtime::cumulative::CumulativePlan;
 use crate::runtime::indexing::{ScatterPlan, SegmentSumPlan};
+use crate::runtime::parallel::Threads;
 use crate::runtime::sort::SortPlan;
-use crate::runtime::{Aligned, Executable, Loc, Op, Step, control::Control, dot::DotPlan};
-use kiln_ir::{Array, Function, Prim, TensorType, Var};
+use crate::runtime::{Aligned, Executable, Loc, Op, Step, dot::DotPlan};
+use crate::{CompileError, CompileOptions};
+use kiln_ir::{Array, Function, Prim, ScatterOp, TensorType, Var};
+use std::path::Path;
 use std::sync::Mutex;
+use std::time::Instant;
+
+/// Integer operations of one threefry-2x32 block: 20 rounds of add, rotate, xor; 5 key injections
+/// of 3 adds; the initial 2 adds and the key schedule's 2 xors.
+const THREEFRY_OPS: usize = 20 * 3 + 5 * 3 + 2 + 2;
 
 /// Every arena block starts on a 64-byte boundary (cache line).
 const ALIGN: usize = 64;
@@ -48,17 +59,28 @@ struct Draft {
     inputs: Vec<Var>,
     outputs: Vec<Var>,
     scratch_bytes: usize,
+    traffic: Traffic,
 }
 
 fn bytes(t: &TensorType) -> usize {
     t.shape.size() * t.dtype.size_bytes()
 }
 
-/// The runtime lowering of a non-kernel primitive.
-fn runtime_op(f: &Function, prim: &Prim, ins: &[Var], outs: &[Var]) -> Result<(Op, usize), CompileError> {
+/// The runtime lowering of a non-kernel primitive: the op, its scratch bytes and its traffic (a
+/// control step's own is zero: [`Executable::cost_report`] adds its bodies').
+fn runtime_op(
+    f: &Function,
+    prim: &Prim,
+    ins: &[Var],
+    outs: &[Var],
+    sub: &SubCompiler<'_>,
+) -> Result<(Op, usize, Traffic), CompileError> {
     let ty = |v: &Var| f.var_type(*v).clone();
     let in_types: Vec<TensorType> = ins.iter().map(ty).collect();
     let out_types: Vec<TensorType> = outs.iter().map(ty).collect();
+    let (in_bytes, out_bytes): (usize, usize) =
+        (in_types.iter().map(bytes).sum(), out_types.iter().map(bytes).sum());
+    let elems = |t: &TensorType| t.shape.size();
     match prim {
         Prim::DotGeneral {
             lhs_contracting,
@@ -75,9 +97,14 @@ fn runtime_op(f: &Function, prim: &Prim, ins: &[Var], outs: &[Var]) -> Result<(O
                 *preferred_element_type,
             )?;
             let s = d.scratch_bytes();
-            Ok((Op::Dot(d), s))
+            // Packing writes and gemm reads a copy of both operands.
+            let t = Traffic::new(2 * in_bytes + out_bytes, d.flops());
+            Ok((Op::Dot(d), s, t))
         }
-        Prim::Threefry2x32 => Ok((Op::Threefry(out_types[0].shape.size()), 0)),
+        Prim::Threefry2x32 => {
+            let n = elems(&out_types[0]);
+            Ok((Op::Threefry(n), 0, Traffic::new(in_bytes + out_bytes, n * THREEFRY_OPS)))
+        }
         Prim::Scan { .. }
         | Prim::WhileLoop { .. }
         | Prim::Cond { .. }
@@ -85,18 +112,35 @@ fn runtime_op(f: &Function, prim: &Prim, ins: &[Var], outs: &[Var]) -> Result<(O
         | Prim::Checkpoint { .. }
         | Prim::CustomJvpCall { .. }
         | Prim::CustomVjpCall { .. } => {
-            let c = Control::new(prim, &in_types, &out_types)?;
+            let c = Control::new(prim, &in_types, &out_types, sub)?;
             let s = c.scratch_bytes();
-            Ok((Op::Control(Box::new(c)), s))
+            Ok((Op::Control(Box::new(c)), s, Traffic::default()))
         }
         Prim::Sort { dimension, num_keys } => {
-            Ok((Op::Sort(SortPlan::new(*dimension, *num_keys, &in_types)?), 0))
+            let p = SortPlan::new(*dimension, *num_keys, &in_types)?;
+            let s = p.scratch_bytes();
+            Ok((Op::Sort(p), s, Traffic::new(in_bytes + out_bytes, 0)))
         }
         Prim::Scatter { op, axis, batch_dims, mode } => {
-            Ok((Op::Scatter(ScatterPlan::new(*op, *axis, *batch_dims, *mode, &in_types)?), 0))
+            let p = ScatterPlan::new(*op, *axis, *batch_dims, *mode, &in_types)?;
+            // Copy the operand, then read every update (and index) and write its row.
+            let updates = &in_types[2];
+            let flops = match op {
+                ScatterOp::Add => elems(updates),
+                ScatterOp::Set => 0,
+            };
+            Ok((Op::Scatter(p), 0, Traffic::new(in_bytes + out_bytes + bytes(updates), flops)))
         }
         Prim::SegmentSum { num_segments } => {
-            Ok((Op::SegmentSum(SegmentSumPlan::new(*num_segments, &in_types)?), 0))
+            let p = SegmentSumPlan::new(*num_segments, &in_types)?;
+            // Zero the output, then read and add every data row into its segment's row.
+            let data = &in_types[0];
+            Ok((Op::SegmentSum(p), 0, Traffic::new(in_bytes + out_bytes + 2 * bytes(data), elems(data))))
+        }
+        Prim::Cumulative { op, axis, reverse } => {
+            let p = CumulativePlan::new(*op, *axis, *reverse, &in_types[0])?;
+            let n = p.elements();
+            Ok((Op::Cumulative(p), 0, Traffic::new(in_bytes + out_bytes, n)))
         }
         Prim::Unary(_)
         | Prim::Binary(_)
@@ -117,7 +161,6 @@ fn runtime_op(f: &Function, prim: &Prim, ins: &[Var], outs: &[Var]) -> Result<(O
         | Prim::Pad { .. }
         | Prim::Reduce { .. }
         | Prim::ArgReduce { .. }
-        | Prim::Cumulative { .. }
         | Prim::Gather { .. }
         | Prim::StopGradient => Err(CompileError::Codegen(format!("{} is a kernel primitive", prim.name()))),
     }
@@ -134,11 +177,66 @@ fn const_bytes(a: &Array) -> Aligned {
     std
 }
 
-/// Compiles `f` (verified) to native code.
+/// Compiles `f` (verified) to native code with [`CompileOptions::default`] (which reads `KILN_DUMP`
+/// and `KILN_NUM_THREADS`).
 ///
 /// # Errors
 /// [`CompileError::Unsupported`] for primitives without a lowering yet; never a wrong result.
 pub fn compile(f: &Function) -> Result<Executable, CompileError> {
+    compile_with(f, &CompileOptions::default())
+}
+
+/// Compiles `f` (verified) to native code with `options` (thread count, debug dump).
+///
+/// ```
+/// use kiln_backend_cpu::{CompileOptions, compile_with};
+/// use kiln_ir::{Array, BinaryOp, DType, Function, Prim, TensorType};
+/// let mut f = Function::new();
+/// let x = f.add_param(TensorType::new(DType::F32, [3]));
+/// let y = f.push(Prim::Binary(BinaryOp::Add), &[x, x], None)?[0];
+/// f.outputs.push(y);
+/// let exe = compile_with(&f, &CompileOptions { threads: Some(1), ..CompileOptions::default() })?;
+/// let out = exe.run(&[Array::from_vec(&[3], vec![1.0f32, 2.0, 3.0])])?;
+/// assert!(out[0].bitwise_eq(&Array::from_vec(&[3], vec![2.0f32, 4.0, 6.0])));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// # Errors
+/// As [`compile`]. A dump that cannot be written is reported on stderr, never an error.
+pub fn compile_with(f: &Function, options: &CompileOptions) -> Result<Executable, CompileError> {
+    let start = Instant::now();
+    let threads = Threads::new(options.threads);
+    let folder = options.dump_dir.as_ref().map(|d| dump::new_folder(d, f));
+    compile_at(f, &threads, options.min_task_work, folder.as_deref(), start)
+}
+
+/// The equations inlined into the kernel rooted at `root`, in program order.
+fn inlined_eqns(f: &Function, root: usize, inline: &[Option<usize>]) -> Vec<usize> {
+    let mut found = Vec::new();
+    let mut stack = vec![root];
+    while let Some(i) = stack.pop() {
+        for v in &f.eqns[i].inputs {
+            if let Some(p) = inline[v.index()]
+                && !found.contains(&p)
+            {
+                found.push(p);
+                stack.push(p);
+            }
+        }
+    }
+    found.sort_unstable();
+    found
+}
+
+/// [`compile_with`] with the pool resolved and the dump folder chosen (`None`: no dump); control-flow
+/// bodies are compiled through here too, into sub-folders of the dump.
+fn compile_at(
+    f: &Function,
+    threads: &Threads,
+    min_task: Option<u64>,
+    folder: Option<&Path>,
+    start: Instant,
+) -> Result<Executable, CompileError> {
     let roles = fusion::assign(f);
     let mut inline = vec![None; f.vars.len()];
     for (i, e) in f.eqns.iter().enumerate() {
@@ -146,29 +244,69 @@ pub fn compile(f: &Function) -> Result<Executable, CompileError> {
             inline[e.outputs[0].index()] = Some(i);
         }
     }
+    let mut text = folder.map(|_| PlanText::new(f));
+    let thread_count = threads.count();
     // 1. Steps, by variable.
     let mut jit = Jit::new()?;
     let mut drafts = Vec::new();
     for (i, e) in f.eqns.iter().enumerate() {
+        let step = drafts.len();
         match roles[i] {
             Role::Inline => {}
             Role::Kernel => {
                 let (handle, leaves) = jit.kernel(f, i, &inline)?;
-                let rows = f.var_type(e.outputs[0]).shape.dims().first().map_or(1, |&n| n as i64);
+                let out = f.var_type(e.outputs[0]);
+                let rows = out.shape.dims().first().map_or(1, |&n| n as i64);
+                let inlined = inlined_eqns(f, i, &inline);
+                let work = cost::kernel_work(f, i, &inlined, leaves.len());
+                let chunks = cost::kernel_chunks(work.units, rows, thread_count, min_task);
+                if let Some(t) = &mut text {
+                    t.kernel(f, step, handle, i, &inlined, &leaves, rows, work.units, chunks);
+                }
+                let read: usize = leaves.iter().map(|v| bytes(f.var_type(*v))).sum();
+                let traffic = Traffic { bytes: (read + bytes(out)) as u64, flops: work.flops };
                 drafts.push(Draft {
-                    op: Op::Kernel { kernel: handle, rows },
+                    op: Op::Kernel { kernel: handle, rows, chunks },
                     inputs: leaves,
                     outputs: e.outputs.to_vec(),
                     scratch_bytes: 0,
+                    traffic,
                 });
             }
             Role::Runtime => {
-                let (op, scratch_bytes) = runtime_op(f, &e.prim, &e.inputs, &e.outputs)?;
+                let sub = |g: &Function, label: &str| {
+                    let at = folder.map(|d| dump::sub_folder(d, step, e.prim.name(), label));
+                    compile_at(g, threads, min_task, at.as_deref(), Instant::now())
+                };
+                let (op, scratch_bytes, traffic) = runtime_op(f, &e.prim, &e.inputs, &e.outputs, &sub)?;
+                if let Some(t) = &mut text {
+                    let note = match &op {
+                        Op::Control(c) => {
+                            let subs: Vec<String> = c
+                                .subs()
+                                .iter()
+                                .map(|(label, x)| {
+                                    let r = x.cost_report();
+                                    format!(
+                                        "{label} ({} kernels, {} runtime steps): step{step}-{}-{label}/",
+                                        r.kernels,
+                                        r.runtime_steps,
+                                        e.prim.name()
+                                    )
+                                })
+                                .collect();
+                            format!("runs {}; {}", c.trips(), subs.join("; "))
+                        }
+                        _ => String::new(),
+                    };
+                    t.runtime(f, step, i, &note);
+                }
                 drafts.push(Draft {
                     op,
                     inputs: e.inputs.to_vec(),
                     outputs: e.outputs.to_vec(),
                     scratch_bytes,
+                    traffic,
                 });
             }
         }
@@ -193,6 +331,9 @@ pub fn compile(f: &Function) -> Result<Executable, CompileError> {
     for (i, c) in f.consts.iter().enumerate() {
         loc[c.var.index()] = Some(Loc::Const(i));
     }
+    if let Some(t) = &mut text {
+        t.section("buffers");
+    }
     let mut arena = Arena::default();
     let mut steps = Vec::with_capacity(drafts.len());
     for (s, d) in drafts.into_iter().enumerate() {
@@ -200,12 +341,18 @@ pub fn compile(f: &Function) -> Result<Executable, CompileError> {
         for v in &d.outputs {
             loc[v.index()] = Some(Loc::Arena(arena.alloc(bytes(f.var_type(*v)))));
         }
-        let scratch = arena.alloc(d.scratch_bytes);
-        arena.release(scratch, d.scratch_bytes);
+        // Scratch is only live during the step; a step without any takes no arena space.
+        let scratch = if d.scratch_bytes > 0 { arena.alloc(d.scratch_bytes) } else { 0 };
+        if d.scratch_bytes > 0 {
+            arena.release(scratch, d.scratch_bytes);
+        }
         let at =
             |v: &Var| loc[v.index()].ok_or_else(|| CompileError::Codegen(format!("{v:?} has no buffer")));
         let inputs = d.inputs.iter().map(at).collect::<Result<Vec<_>, _>>()?;
         let outputs = d.outputs.iter().map(at).collect::<Result<Vec<_>, _>>()?;
+        if let Some(t) = &mut text {
+            t.buffers(s, &inputs, &outputs, (scratch, d.scratch_bytes));
+        }
         let dead = d
             .inputs
             .iter()
@@ -220,7 +367,7 @@ pub fn compile(f: &Function) -> Result<Executable, CompileError> {
                 }
             }
         }
-        steps.push(Step { op: d.op, inputs, outputs, scratch });
+        steps.push(Step { op: d.op, inputs, outputs, scratch, traffic: d.traffic });
     }
     let outputs = f
         .outputs
@@ -228,7 +375,10 @@ pub fn compile(f: &Function) -> Result<Executable, CompileError> {
         .map(|v| loc[v.index()].ok_or_else(|| CompileError::Codegen(format!("output {v:?} has no buffer"))))
         .collect::<Result<Vec<_>, _>>()?;
     let (kernels, code) = jit.finish()?;
-    Ok(Executable {
+    // CLIF_HOOK (see `dump`): kernel k's Cranelift IR text at index k, once `Jit::finish`
+    // returns it; until then no `.clif` files are written.
+    let clif: Vec<Option<String>> = vec![None; kernels.len()];
+    let mut exe = Executable {
         param_types: f.param_types(),
         output_types: f.output_types(),
         steps,
@@ -237,6 +387,14 @@ pub fn compile(f: &Function) -> Result<Executable, CompileError> {
         arena_bytes: arena.top,
         kernels,
         pool: Mutex::new(Vec::new()),
+        threads: threads.clone(),
+        compile_time: Default::default(),
         _code: code,
-    })
+    };
+    exe.compile_time = start.elapsed();
+    if let (Some(folder), Some(t)) = (folder, text) {
+        let plan = t.finish(&exe, &exe.outputs);
+        dump::write(folder, f, &plan, &clif);
+    }
+    Ok(exe)
 }

@@ -393,44 +393,10 @@ impl<'a, 'b> Emitter<'a, 'b> {
                 Ok(self.b.use_var(acc))
             }
             Prim::ArgReduce { op, axis, index_dtype } => self.arg_reduce(e, *op, *axis, *index_dtype, idx),
-            Prim::Cumulative { op, axis, reverse } => {
-                let in_dims = dims_of(0);
-                let n = in_dims[*axis] as i64;
-                let rop = scalar::cumulative_reduce_op(*op);
-                let acc = self.b.declare_var(clif_type(dt(0)));
-                let init = scalar::reduce_identity(self, rop, dt(0));
-                self.b.def_var(acc, init);
-                // Recomputes the prefix per element (quadratic along the axis; the runtime scan
-                // replaces it later); the combination order is the interpreter's, so bits agree.
-                let k = idx[*axis];
-                let count = if *reverse {
-                    let nn = self.iconst(n);
-                    self.b.ins().isub(nn, k)
-                } else {
-                    self.b.ins().iadd_imm_s(k, 1)
-                };
-                let x = ins[0];
-                let axis = *axis;
-                let reverse = *reverse;
-                self.for_range(count, &mut |s, t| {
-                    let mut j = idx.to_vec();
-                    j[axis] = if reverse {
-                        let last = s.iconst(n - 1);
-                        s.b.ins().isub(last, t)
-                    } else {
-                        t
-                    };
-                    let v = s.value(x, &j)?;
-                    let a = s.b.use_var(acc);
-                    let c = scalar::reduce_combine(s, rop, dt(0), a, v);
-                    s.b.def_var(acc, c);
-                    Ok(())
-                })?;
-                Ok(self.b.use_var(acc))
-            }
             Prim::Gather { axis, batch_dims, mode } => self.gather(e, *axis, *batch_dims, *mode, idx),
             Prim::StopGradient => self.value(ins[0], idx),
-            Prim::Sort { .. }
+            Prim::Cumulative { .. }
+            | Prim::Sort { .. }
             | Prim::DotGeneral { .. }
             | Prim::Scatter { .. }
             | Prim::SegmentSum { .. }

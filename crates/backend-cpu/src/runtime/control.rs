@@ -4,8 +4,12 @@
 //! `xs` and writes `ys` in place by pointer offsets, so a step allocates nothing.
 
 use super::{Executable, Loc, Step};
-use crate::{CompileError, compile};
+use crate::CompileError;
+use crate::cost::{CostReport, Traffic};
 use kiln_ir::{Function, Prim, TensorType};
+
+/// Compiles a sub-function; the label names it in the debug dump (`body`, `cond`, `branch1`...).
+pub(crate) type SubCompiler<'a> = dyn Fn(&Function, &str) -> Result<Executable, CompileError> + 'a;
 
 fn bytes(t: &TensorType) -> usize {
     t.shape.size() * t.dtype.size_bytes()
@@ -79,14 +83,15 @@ pub(crate) enum Control {
 }
 
 impl Control {
-    /// Compiles the sub-functions of a control-flow primitive.
+    /// Compiles the sub-functions of a control-flow primitive with `compile`.
     pub(crate) fn new(
         prim: &Prim,
         in_types: &[TensorType],
         out_types: &[TensorType],
+        compile: &SubCompiler<'_>,
     ) -> Result<Control, CompileError> {
         let call = |fun: &Function| -> Result<Control, CompileError> {
-            let body = compile(fun)?;
+            let body = compile(fun, "body")?;
             let frame = Frame::new(in_types.len(), out_types.len(), &[], body.arena_bytes);
             Ok(Control::Call { body, frame })
         };
@@ -94,7 +99,7 @@ impl Control {
             Prim::Call { body } | Prim::Checkpoint { body } => call(body),
             Prim::CustomJvpCall { fun, .. } | Prim::CustomVjpCall { fun, .. } => call(fun),
             Prim::Scan { length, reverse, num_consts, num_carry, body } => {
-                let body_exe = compile(body)?;
+                let body_exe = compile(body, "body")?;
                 let (nc, nk) = (*num_consts, *num_carry);
                 let carry = &in_types[nc..nc + nk];
                 let slice = |t: &TensorType| bytes(t) / t.shape.dims().first().copied().unwrap_or(1).max(1);
@@ -111,7 +116,7 @@ impl Control {
                 })
             }
             Prim::WhileLoop { cond, body, cond_consts, body_consts, max_iters } => {
-                let (cond, body) = (compile(cond)?, compile(body)?);
+                let (cond, body) = (compile(cond, "cond")?, compile(body, "body")?);
                 let state = &in_types[cond_consts + body_consts..];
                 let n_in = state.len() + cond_consts.max(body_consts);
                 let sub = cond.arena_bytes.max(body.arena_bytes);
@@ -126,7 +131,11 @@ impl Control {
                 })
             }
             Prim::Cond { branches } => {
-                let branches = branches.iter().map(compile).collect::<Result<Vec<_>, _>>()?;
+                let branches = branches
+                    .iter()
+                    .enumerate()
+                    .map(|(b, f)| compile(f, &format!("branch{b}")))
+                    .collect::<Result<Vec<_>, _>>()?;
                 let sub = branches.iter().map(|b| b.arena_bytes).max().unwrap_or(0);
                 let frame = Frame::new(in_types.len() - 1, out_types.len(), &[], sub);
                 Ok(Control::Cond { branches, frame })
@@ -141,6 +150,48 @@ impl Control {
             | Control::Scan { frame, .. }
             | Control::While { frame, .. }
             | Control::Cond { frame, .. } => frame.total,
+        }
+    }
+
+    /// The sub-executables with their dump labels, for the plan listing.
+    pub(crate) fn subs(&self) -> Vec<(String, &Executable)> {
+        match self {
+            Control::Call { body, .. } | Control::Scan { body, .. } => vec![("body".into(), body)],
+            Control::While { cond, body, .. } => vec![("cond".into(), cond), ("body".into(), body)],
+            Control::Cond { branches, .. } => {
+                branches.iter().enumerate().map(|(b, e)| (format!("branch{b}"), e)).collect()
+            }
+        }
+    }
+
+    /// How often the body runs per execution, in words (for the plan listing).
+    pub(crate) fn trips(&self) -> String {
+        match self {
+            Control::Call { .. } => "once".into(),
+            Control::Scan { length, .. } => format!("{length} times"),
+            Control::While { max_iters: Some(n), .. } => format!("until cond is false, at most {n} times"),
+            Control::While { max_iters: None, .. } => "until cond is false".into(),
+            Control::Cond { .. } => "one branch".into(),
+        }
+    }
+
+    /// Adds the sub-functions' step counts to `r`; returns the per-execution traffic: the bodies'
+    /// (a scan's times its length, a while loop's once, a cond's costlier branch) plus the copies of
+    /// the loop state in and out.
+    pub(crate) fn tally(&self, r: &mut CostReport) -> Traffic {
+        let state_copies = |f: &Frame| Traffic::new(4 * f.state_bytes.iter().sum::<usize>(), 0);
+        match self {
+            Control::Call { body, .. } => body.tally(r),
+            Control::Scan { body, frame, length, .. } => {
+                body.tally(r).times(*length).add(state_copies(frame))
+            }
+            Control::While { cond, body, frame, .. } => {
+                r.while_loops += 1;
+                cond.tally(r).add(body.tally(r)).add(state_copies(frame))
+            }
+            Control::Cond { branches, .. } => {
+                branches.iter().fold(Traffic::default(), |t, b| t.max(b.tally(r)))
+            }
         }
     }
 

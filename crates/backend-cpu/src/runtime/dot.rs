@@ -5,6 +5,13 @@
 //! tolerance); ints wrap and bool is or-of-ands, both exact in any order. With a
 //! `preferred_element_type` other than the operands' dtype, packing converts each element (XLA's
 //! `convert`, as the interpreter does before its dot), so the gemm runs in the result dtype.
+//!
+//! Gemm stays on the calling thread. Measured for f32 784×512×256 on the 2-vCPU dev VM (load 4–5,
+//! median of 40, three runs): plain `sgemm` 2.58–2.71 ms; matrixmultiply's `threading` feature with
+//! 2 threads 2.14–3.00 ms (0.86–1.27×); two row blocks over a 2-thread rayon pool 2.84–2.94 ms
+//! (0.88–0.96×). No reliable gain, and `threading` sizes its pool from `MATMUL_NUM_THREADS`
+//! process-wide, so it could not honour `CompileOptions::threads: Some(1)`. Packing costs more
+//! here: kiln's whole step took 3.9–4.6 ms (`benches/threads.rs`).
 
 use crate::CompileError;
 use kiln_ir::{DType, TensorType};
@@ -111,6 +118,11 @@ impl DotPlan {
             lhs: Pack::new(lhs, &lorder, dtype),
             rhs: Pack::new(rhs, &rorder, dtype),
         })
+    }
+
+    /// Multiply-adds counted as two operations: `2·batch·m·k·n`.
+    pub(crate) fn flops(&self) -> usize {
+        2 * self.batch * self.m * self.k * self.n
     }
 
     /// Scratch bytes: the two packed operands, each 64-byte aligned.

@@ -2,15 +2,19 @@
 //! routines, and the arena pool. No interpreter is involved at run time.
 
 pub(crate) mod control;
+pub(crate) mod cumulative;
 pub(crate) mod dot;
 pub(crate) mod indexing;
 pub(crate) mod math;
+pub(crate) mod parallel;
 pub(crate) mod sort;
 pub(crate) mod threefry;
 
 use crate::codegen::{Code, KernelFn, MAX_KERNEL_OPERANDS};
+use crate::cost::{CostReport, Traffic};
 use kiln_ir::{Array, TensorType};
 use std::sync::Mutex;
+use std::time::Duration;
 
 /// Where a value lives during a call.
 #[derive(Clone, Copy, Debug)]
@@ -31,7 +35,11 @@ pub(crate) enum Op {
         kernel: usize,
         /// Length of the output's outermost axis (1 for a rank-0 output).
         rows: i64,
+        /// Row ranges the rows are split into, over threads (1: runs on the calling thread).
+        chunks: usize,
     },
+    /// `cumsum`/`cumprod`/`cummax`/`cummin`: operand, output.
+    Cumulative(cumulative::CumulativePlan),
     /// `dot_general` through matrixmultiply (f32/f64) or a loop.
     Dot(dot::DotPlan),
     /// Control flow over compiled sub-functions.
@@ -53,6 +61,9 @@ pub(crate) struct Step {
     pub(crate) outputs: Vec<Loc>,
     /// Byte offset of this step's scratch space in the arena (see `Op::scratch_bytes`).
     pub(crate) scratch: usize,
+    /// Bytes moved and flops per execution (control flow: the frame's own copies; its bodies are
+    /// added by [`Executable::cost_report`]).
+    pub(crate) traffic: Traffic,
 }
 
 /// 16-byte aligned bytes (arenas and constants).
@@ -87,7 +98,23 @@ pub struct Executable {
     pub(crate) arena_bytes: usize,
     pub(crate) kernels: Vec<KernelFn>,
     pub(crate) pool: Mutex<Vec<Aligned>>,
+    /// Where parallel kernel steps run.
+    pub(crate) threads: parallel::Threads,
+    /// Wall time of compilation, sub-functions included.
+    pub(crate) compile_time: Duration,
     pub(crate) _code: Code,
+}
+
+/// Sends the kernel pointer table to the threads running a kernel's row ranges.
+struct Table([*mut u8; MAX_KERNEL_OPERANDS]);
+// SAFETY: the table is only read; the buffers it points to are written on disjoint row ranges.
+unsafe impl Sync for Table {}
+
+impl Table {
+    /// A method, so closures capture the whole (`Sync`) table rather than its array field.
+    fn as_ptr(&self) -> *const *mut u8 {
+        self.0.as_ptr()
+    }
 }
 
 // SAFETY: constants are never written after compilation, kernels are re-entrant (no global state),
@@ -120,6 +147,47 @@ impl Executable {
     /// The number of JIT kernels (after fusion), for tests and reports.
     pub fn kernel_count(&self) -> usize {
         self.kernels.len()
+    }
+
+    /// Static counts and per-call estimates of bytes moved and flops; see [`CostReport`].
+    pub fn cost_report(&self) -> CostReport {
+        let mut r = CostReport {
+            kernels: 0,
+            runtime_steps: 0,
+            bytes_moved: 0,
+            flops: 0,
+            while_loops: 0,
+            arena_bytes: self.arena_bytes,
+            compile_time: self.compile_time,
+        };
+        let t = self.tally(&mut r);
+        r.bytes_moved = t.bytes;
+        r.flops = t.flops;
+        r
+    }
+
+    /// Adds this executable's step counts to `r` and returns its per-call traffic.
+    pub(crate) fn tally(&self, r: &mut CostReport) -> Traffic {
+        let mut t = Traffic::default();
+        for step in &self.steps {
+            match &step.op {
+                Op::Kernel { .. } => r.kernels += 1,
+                Op::Control(c) => {
+                    r.runtime_steps += 1;
+                    t = t.add(c.tally(r));
+                }
+                Op::Dot(_)
+                | Op::Cumulative(_)
+                | Op::Threefry(_)
+                | Op::Sort(_)
+                | Op::Scatter(_)
+                | Op::SegmentSum(_) => r.runtime_steps += 1,
+            }
+            t = t.add(step.traffic);
+        }
+        let copy_out: usize =
+            self.output_types.iter().map(|ty| 2 * ty.shape.size() * ty.dtype.size_bytes()).sum();
+        t.add(Traffic::new(copy_out, 0))
     }
 
     /// Runs the compiled code on host arrays (any memory layout; row-major ones are read in place).
@@ -166,15 +234,21 @@ impl Executable {
             // SAFETY: the plan sized every step's scratch space inside the arena.
             let scratch = unsafe { arena.add(step.scratch) };
             match &step.op {
-                Op::Kernel { kernel, rows } => {
-                    let mut table = [std::ptr::null_mut::<u8>(); MAX_KERNEL_OPERANDS];
-                    for (slot, l) in table.iter_mut().zip(step.inputs.iter().chain(&step.outputs)) {
+                Op::Kernel { kernel, rows, chunks } => {
+                    let mut table = Table([std::ptr::null_mut::<u8>(); MAX_KERNEL_OPERANDS]);
+                    for (slot, l) in table.0.iter_mut().zip(step.inputs.iter().chain(&step.outputs)) {
                         *slot = ptr(l);
                     }
-                    // SAFETY: the kernel reads its leaves and writes its output within their types'
-                    // sizes (indices clamped at compile time), through this table.
-                    unsafe { (self.kernels[*kernel])(table.as_ptr(), 0, *rows) };
+                    let kernel = self.kernels[*kernel];
+                    let table = &table;
+                    // SAFETY: the kernel reads its leaves and writes rows lo..hi of its output within
+                    // their types' sizes (indices clamped at compile time), through this table; row
+                    // ranges are disjoint, so parallel calls write disjoint memory.
+                    let rows_of = |lo: i64, hi: i64| unsafe { kernel(table.as_ptr(), lo, hi) };
+                    self.threads.for_rows(*rows, *chunks, &rows_of);
                 }
+                // SAFETY: operand and output have the planned type and do not overlap.
+                Op::Cumulative(c) => unsafe { c.run(ptr(&step.inputs[0]), ptr(&step.outputs[0])) },
                 // SAFETY (three arms): operand buffers have the types the plan was built for.
                 Op::Dot(d) => unsafe {
                     d.run(ptr(&step.inputs[0]), ptr(&step.inputs[1]), ptr(&step.outputs[0]), scratch)
@@ -187,9 +261,7 @@ impl Executable {
                 },
                 // SAFETY (three arms): as above; outputs are fresh arena buffers, never an input's.
                 Op::Sort(s) => unsafe {
-                    let ins: Vec<*const u8> = step.inputs.iter().map(|l| ptr(l).cast_const()).collect();
-                    let outs: Vec<*mut u8> = step.outputs.iter().map(&ptr).collect();
-                    s.run(&ins, &outs)
+                    s.run(&|j| ptr(&step.inputs[j]).cast_const(), &|j| ptr(&step.outputs[j]), scratch)
                 },
                 Op::Scatter(s) => unsafe {
                     let p = |k: usize| ptr(&step.inputs[k]).cast_const();

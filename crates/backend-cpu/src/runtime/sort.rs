@@ -72,42 +72,63 @@ impl SortPlan {
         })
     }
 
+    /// Bytes of scratch [`SortPlan::run`] needs: one lane of keys per key operand, and a permutation.
+    pub(crate) fn scratch_bytes(&self) -> usize {
+        (self.num_keys * self.n * 8).next_multiple_of(64) + self.n * 8
+    }
+
+    /// Sorts without allocating: keys and the permutation live in `scratch`.
+    ///
     /// # Safety
-    /// `ins[j]` and `outs[j]` have operand `j`'s type; no output overlaps any input.
-    pub(crate) unsafe fn run(&self, ins: &[*const u8], outs: &[*mut u8]) {
+    /// `input(j)` and `output(j)` address buffers of operand `j`'s type; no output overlaps any input;
+    /// `scratch` has `scratch_bytes()` bytes, 8-aligned, used by no one else during the call.
+    pub(crate) unsafe fn run(
+        &self,
+        input: &dyn Fn(usize) -> *const u8,
+        output: &dyn Fn(usize) -> *mut u8,
+        scratch: *mut u8,
+    ) {
         let (n, inner) = (self.n, self.inner);
-        if n == 0 || ins.len() < self.dtypes.len() || outs.len() < self.dtypes.len() {
+        if n == 0 {
             return;
         }
-        let mut keys = vec![0u64; self.num_keys * n];
-        let mut perm: Vec<usize> = Vec::with_capacity(n);
+        // SAFETY: per the contract, the two regions are disjoint parts of `scratch`.
+        let (keys, perm) = unsafe {
+            (
+                std::slice::from_raw_parts_mut(scratch.cast::<u64>(), self.num_keys * n),
+                std::slice::from_raw_parts_mut(
+                    scratch.add((self.num_keys * n * 8).next_multiple_of(64)).cast::<usize>(),
+                    n,
+                ),
+            )
+        };
         for o in 0..self.outer {
             for i in 0..inner {
                 // Lane element `k` is at flat position `base + k * inner`.
                 let base = o * n * inner + i;
                 for (j, lane) in keys.chunks_mut(n).enumerate() {
+                    let p = input(j);
                     // SAFETY: base + k * inner < outer * n * inner, the operand's size.
                     lane.iter_mut()
                         .enumerate()
-                        .for_each(|(k, y)| *y = unsafe { key(self.dtypes[j], ins[j], base + k * inner) });
+                        .for_each(|(k, y)| *y = unsafe { key(self.dtypes[j], p, base + k * inner) });
                 }
-                perm.clear();
-                perm.extend(0..n);
-                // `sort_by` is stable: equal keys keep their input order.
-                perm.sort_by(|&a, &b| {
-                    keys.chunks(n)
-                        .map(|k| k[a].cmp(&k[b]))
-                        .find(|c| c.is_ne())
-                        .unwrap_or(std::cmp::Ordering::Equal)
+                perm.iter_mut().enumerate().for_each(|(k, p)| *p = k);
+                // Ties broken by position: the order is total, so the unstable (allocation-free) sort
+                // gives the unique stable result: equal keys keep their input order.
+                let keys = &*keys;
+                perm.sort_unstable_by(|&a, &b| {
+                    keys.chunks(n).map(|k| k[a].cmp(&k[b])).find(|c| c.is_ne()).unwrap_or_else(|| a.cmp(&b))
                 });
                 for (j, &dt) in self.dtypes.iter().enumerate() {
                     let s = dt.size_bytes();
+                    let (src, dst) = (input(j), output(j));
                     for (k, &from) in perm.iter().enumerate() {
                         // SAFETY: both positions lie inside the lane, inside the operand's size.
                         unsafe {
                             std::ptr::copy_nonoverlapping(
-                                ins[j].add((base + from * inner) * s),
-                                outs[j].add((base + k * inner) * s),
+                                src.add((base + from * inner) * s),
+                                dst.add((base + k * inner) * s),
                                 s,
                             )
                         };

@@ -1,0 +1,244 @@
+//! Static cost estimates: the work of a kernel (which decides whether it runs in parallel) and the
+//! per-call totals of [`CostReport`].
+
+use kiln_ir::{BinaryOp, Function, Prim, UnaryOp};
+use std::fmt;
+use std::time::Duration;
+
+/// Work units a parallel task must carry at least; below it a kernel stays on the calling thread.
+///
+/// One unit ≈ one element operation of a kernel (a load, an add, a store; see [`KernelWork`]).
+/// Measured with `cargo bench -p kiln-backend-cpu --bench threads` on the 2-vCPU dev VM while other
+/// builds ran (load 4–5): serial kernels ran at 0.19–0.31 ns per unit (`x*y+1`, 6 units/element,
+/// 16k–2M elements). Split in two over a 2-thread pool, a kernel of < 0.8M units per task was
+/// 7–46 % slower in every run (rayon's injection and wake-up latency, 6–24 µs, plus the other vCPU
+/// being busy); from ~1M units per task (~250 µs) the medians scattered around 1.0× (0.63–2.63×,
+/// three runs) — the gain comes when the second core is free. 2²⁰ units ≈ 230 µs matches
+/// `shared/research/tech-cranelift-egg.md` §6 (≥ 100–250 µs per task). A dedicated many-core machine
+/// may want ~10× less: [`CompileOptions::min_task_work`](crate::CompileOptions) overrides it.
+pub(crate) const MIN_TASK_UNITS: u64 = 1 << 20;
+
+/// Units of a per-element call into Rust (`exp`, `sin`, `pow`...): `exp(x)` on f32 measured
+/// 3.2 ns per element (same bench) against ~0.22 ns per unit of plain arithmetic: ≈ 16.
+const CALL_UNITS: u64 = 16;
+
+/// The cost of evaluating one primitive once inside a kernel.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct EvalCost {
+    /// Work units (see [`MIN_TASK_UNITS`]).
+    units: u64,
+    /// Arithmetic operations counted as flops.
+    flops: u64,
+}
+
+const fn cost(units: u64, flops: u64) -> EvalCost {
+    EvalCost { units, flops }
+}
+
+fn unary_cost(op: UnaryOp) -> EvalCost {
+    match op {
+        UnaryOp::Exp
+        | UnaryOp::Expm1
+        | UnaryOp::Log
+        | UnaryOp::Log1p
+        | UnaryOp::Sin
+        | UnaryOp::Cos
+        | UnaryOp::Tanh
+        | UnaryOp::Logistic
+        | UnaryOp::Erf
+        | UnaryOp::ErfInv => cost(CALL_UNITS, 1),
+        UnaryOp::Neg
+        | UnaryOp::Abs
+        | UnaryOp::Sign
+        | UnaryOp::Floor
+        | UnaryOp::Ceil
+        | UnaryOp::Round
+        | UnaryOp::RoundEven
+        | UnaryOp::Sqrt
+        | UnaryOp::Rsqrt
+        | UnaryOp::IsFinite
+        | UnaryOp::Not => cost(1, 1),
+    }
+}
+
+fn binary_cost(op: BinaryOp) -> EvalCost {
+    match op {
+        BinaryOp::Pow | BinaryOp::Atan2 | BinaryOp::Rem => cost(CALL_UNITS, 1),
+        BinaryOp::Add
+        | BinaryOp::Sub
+        | BinaryOp::Mul
+        | BinaryOp::Div
+        | BinaryOp::Max
+        | BinaryOp::Min
+        | BinaryOp::And
+        | BinaryOp::Or
+        | BinaryOp::Xor
+        | BinaryOp::ShiftLeft
+        | BinaryOp::ShiftRightLogical => cost(1, 1),
+    }
+}
+
+/// One evaluation of `prim` inside a kernel: for a reduction, one step of its loop.
+fn eval_cost(prim: &Prim) -> EvalCost {
+    match prim {
+        Prim::Unary(op) => unary_cost(*op),
+        Prim::Binary(op) => binary_cost(*op),
+        Prim::Compare(_) | Prim::Select | Prim::Clamp | Prim::Reduce { .. } => cost(1, 1),
+        Prim::ArgReduce { .. } => cost(2, 1),
+        Prim::ConvertElementType { .. } | Prim::BitcastConvertType { .. } => cost(1, 0),
+        // Index maps with clamps or selects.
+        Prim::DynamicSlice { .. }
+        | Prim::DynamicUpdateSlice
+        | Prim::Concatenate { .. }
+        | Prim::Pad { .. }
+        | Prim::Gather { .. } => cost(1, 0),
+        // Pure index arithmetic, folded into the loads.
+        Prim::Iota { .. }
+        | Prim::BroadcastInDim { .. }
+        | Prim::Reshape { .. }
+        | Prim::Transpose { .. }
+        | Prim::Rev { .. }
+        | Prim::Slice { .. }
+        | Prim::StopGradient => cost(0, 0),
+        // Runtime steps never reach a kernel.
+        Prim::Cumulative { .. }
+        | Prim::Sort { .. }
+        | Prim::DotGeneral { .. }
+        | Prim::Scatter { .. }
+        | Prim::SegmentSum { .. }
+        | Prim::Threefry2x32
+        | Prim::CustomJvpCall { .. }
+        | Prim::CustomVjpCall { .. }
+        | Prim::Scan { .. }
+        | Prim::WhileLoop { .. }
+        | Prim::Cond { .. }
+        | Prim::Call { .. }
+        | Prim::Checkpoint { .. } => cost(0, 0),
+    }
+}
+
+/// The estimated work of one kernel over its whole output.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct KernelWork {
+    /// Work units: per output element, 1 (the store) + (Σ unit costs of the fused equations + one
+    /// per leaf load) × the root's loop length (the reduced elements for a reduction, else 1).
+    pub(crate) units: u64,
+    /// Flops: per output element, Σ flops of the fused equations × the loop length.
+    pub(crate) flops: u64,
+}
+
+/// The work of the kernel rooted at `f.eqns[root]` whose inlined equations are `inlined` and whose
+/// leaves are `leaves` in number.
+pub(crate) fn kernel_work(f: &Function, root: usize, inlined: &[usize], leaves: usize) -> KernelWork {
+    let e = &f.eqns[root];
+    let out = f.var_type(e.outputs[0]).shape.size() as u64;
+    let in_dims = |k: usize| f.var_type(e.inputs[k]).shape.dims().to_vec();
+    let loop_len: u64 = match &e.prim {
+        Prim::Reduce { axes, .. } => axes.iter().map(|&a| in_dims(0)[a] as u64).product(),
+        Prim::ArgReduce { axis, .. } => in_dims(0)[*axis] as u64,
+        _ => 1,
+    };
+    let per_eval = std::iter::once(root).chain(inlined.iter().copied()).map(|i| eval_cost(&f.eqns[i].prim));
+    let (units, flops) = per_eval.fold((leaves as u64, 0), |(u, fl), c| (u + c.units, fl + c.flops));
+    KernelWork {
+        units: out.saturating_mul(1 + units.saturating_mul(loop_len)),
+        flops: out.saturating_mul(flops.saturating_mul(loop_len)),
+    }
+}
+
+/// How many tasks a kernel of `work` over `rows` outer rows is split into with `threads` threads:
+/// 1 (serial) unless every task gets at least `min_task` units ([`MIN_TASK_UNITS`] by default).
+pub(crate) fn kernel_chunks(work: u64, rows: i64, threads: usize, min_task: Option<u64>) -> usize {
+    let by_work = match min_task.unwrap_or(MIN_TASK_UNITS) {
+        0 => usize::MAX,
+        m => usize::try_from(work / m).unwrap_or(usize::MAX),
+    };
+    by_work.min(threads).min(rows.max(1) as usize).max(1)
+}
+
+/// Per-call traffic and arithmetic of one step, or of a whole executable.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Traffic {
+    /// Bytes read plus bytes written.
+    pub(crate) bytes: u64,
+    /// Arithmetic operations.
+    pub(crate) flops: u64,
+}
+
+impl Traffic {
+    pub(crate) fn new(bytes: usize, flops: usize) -> Traffic {
+        Traffic { bytes: bytes as u64, flops: flops as u64 }
+    }
+    pub(crate) fn add(self, o: Traffic) -> Traffic {
+        Traffic { bytes: self.bytes.saturating_add(o.bytes), flops: self.flops.saturating_add(o.flops) }
+    }
+    pub(crate) fn times(self, n: usize) -> Traffic {
+        Traffic { bytes: self.bytes.saturating_mul(n as u64), flops: self.flops.saturating_mul(n as u64) }
+    }
+    pub(crate) fn max(self, o: Traffic) -> Traffic {
+        Traffic { bytes: self.bytes.max(o.bytes), flops: self.flops.max(o.flops) }
+    }
+}
+
+/// Static counts and per-call estimates of a compiled function ([`Executable::cost_report`]).
+///
+/// Counts include the steps of control-flow sub-functions (each compiled once). Per-call estimates
+/// multiply a `scan` body by its length, take the costlier branch of a `cond`, and count a
+/// `while_loop` as **one** iteration of its condition and body (the trip count is only known at
+/// run time; [`CostReport::while_loops`] says how many such loops there are).
+///
+/// ```
+/// use kiln_backend_cpu::compile;
+/// use kiln_ir::{BinaryOp, DType, Function, Prim, TensorType};
+/// let mut f = Function::new();
+/// let x = f.add_param(TensorType::new(DType::F32, [1000]));
+/// let y = f.push(Prim::Binary(BinaryOp::Mul), &[x, x], None)?[0];
+/// f.outputs.push(y);
+/// let report = compile(&f)?.cost_report();
+/// assert_eq!(report.kernels, 1);
+/// assert_eq!(report.flops, 1000);
+/// println!("{report}");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// [`Executable::cost_report`]: crate::Executable::cost_report
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CostReport {
+    /// JIT kernels, those of control-flow bodies included.
+    pub kernels: usize,
+    /// Runtime steps (gemm, sort, scatter, cumulative, threefry, control flow...), those of
+    /// control-flow bodies included.
+    pub runtime_steps: usize,
+    /// Bytes read plus bytes written per call by every step (a kernel reads each of its leaves once
+    /// and writes its output; gemm also counts packing its operands), plus the copy of each result
+    /// into the returned arrays.
+    pub bytes_moved: u64,
+    /// Arithmetic operations per call: one per elementwise op per element, one per reduced element,
+    /// `2·m·k·n` per matrix product; integer hashing (threefry) counts its adds, rotations and xors.
+    pub flops: u64,
+    /// `while_loop`s, each counted as one iteration in `bytes_moved` and `flops`.
+    pub while_loops: usize,
+    /// Bytes of the arena (intermediate buffers and scratch) each concurrent call uses.
+    pub arena_bytes: usize,
+    /// Wall time `compile`/`compile_with` took, sub-functions included.
+    pub compile_time: Duration,
+}
+
+impl fmt::Display for CostReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} kernels, {} runtime steps; per call: {} bytes moved, {} flops",
+            self.kernels, self.runtime_steps, self.bytes_moved, self.flops
+        )?;
+        if self.while_loops > 0 {
+            write!(f, " (each of {} while loops counted as one iteration)", self.while_loops)?;
+        }
+        write!(
+            f,
+            "; arena {} bytes; compiled in {:.3} ms",
+            self.arena_bytes,
+            self.compile_time.as_secs_f64() * 1e3
+        )
+    }
+}

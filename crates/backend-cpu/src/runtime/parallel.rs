@@ -1,0 +1,78 @@
+//! Splitting a kernel's output rows over rayon threads.
+//!
+//! Pools are built once per thread count and shared process-wide: building a pool spawns its
+//! threads (hundreds of µs), far too slow to do per executable.
+
+use rayon::prelude::*;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+
+/// Where parallel kernel steps run.
+#[derive(Clone)]
+pub(crate) enum Threads {
+    /// Never spawn: every kernel runs on the calling thread.
+    Serial,
+    /// rayon's global pool.
+    Global,
+    /// A shared pool of a fixed size (at least 2).
+    Pool(Arc<rayon::ThreadPool>),
+}
+
+/// The process-wide pools, by thread count.
+static POOLS: OnceLock<Mutex<HashMap<usize, Arc<rayon::ThreadPool>>>> = OnceLock::new();
+
+impl Threads {
+    /// `threads` as in [`CompileOptions::threads`](crate::CompileOptions::threads). A pool that cannot
+    /// be built (the OS refused threads) degrades to serial execution, never to an error.
+    pub(crate) fn new(threads: Option<usize>) -> Threads {
+        match threads {
+            None | Some(0) => Threads::Global,
+            Some(1) => Threads::Serial,
+            Some(n) => {
+                let pools = POOLS.get_or_init(Default::default);
+                let mut pools = pools.lock().unwrap_or_else(|e| e.into_inner());
+                if let Some(p) = pools.get(&n) {
+                    return Threads::Pool(p.clone());
+                }
+                match rayon::ThreadPoolBuilder::new()
+                    .num_threads(n)
+                    .thread_name(move |i| format!("kiln-{n}-{i}"))
+                    .build()
+                {
+                    Ok(p) => {
+                        let p = Arc::new(p);
+                        pools.insert(n, p.clone());
+                        Threads::Pool(p)
+                    }
+                    Err(_) => Threads::Serial,
+                }
+            }
+        }
+    }
+
+    /// How many threads a step may use.
+    pub(crate) fn count(&self) -> usize {
+        match self {
+            Threads::Serial => 1,
+            Threads::Global => rayon::current_num_threads(),
+            Threads::Pool(p) => p.current_num_threads(),
+        }
+    }
+
+    /// Calls `f(lo, hi)` on `chunks` contiguous, disjoint row ranges covering `0..rows`, in parallel
+    /// where `chunks > 1`. Which thread runs which range never changes what a range computes.
+    pub(crate) fn for_rows(&self, rows: i64, chunks: usize, f: &(dyn Fn(i64, i64) + Sync)) {
+        let chunks = chunks.clamp(1, rows.max(1) as usize) as i64;
+        let range = |c: i64| (rows * c / chunks, rows * (c + 1) / chunks);
+        let each = |c: i64| {
+            let (lo, hi) = range(c);
+            f(lo, hi)
+        };
+        match self {
+            _ if chunks == 1 => f(0, rows),
+            Threads::Serial => (0..chunks).for_each(each),
+            Threads::Global => (0..chunks).into_par_iter().for_each(each),
+            Threads::Pool(p) => p.install(|| (0..chunks).into_par_iter().for_each(each)),
+        }
+    }
+}

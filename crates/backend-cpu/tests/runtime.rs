@@ -1,0 +1,345 @@
+//! The runtime: thread-count determinism of parallel kernels, the O(n) cumulative routine against the
+//! interpreter, sort without per-step allocation, the debug dump, and `cost_report` on hand-computed
+//! programs.
+
+use kiln_backend_cpu::{CompileOptions, Executable, compile_with};
+use kiln_ir::*;
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// Counts allocations made by threads that opted in (other tests run in parallel threads).
+struct Counting;
+static ALLOCS: AtomicUsize = AtomicUsize::new(0);
+thread_local! {
+    static COUNTED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+// SAFETY: forwards to the system allocator; the counter has no effect on the memory handed out.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+        if COUNTED.with(|c| c.get()) {
+            ALLOCS.fetch_add(1, Ordering::Relaxed);
+        }
+        // SAFETY: the caller upholds `alloc`'s contract.
+        unsafe { System.alloc(l) }
+    }
+    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+        // SAFETY: `p` came from `System.alloc` with layout `l`.
+        unsafe { System.dealloc(p, l) }
+    }
+}
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+/// Allocations made by this thread while `f` runs.
+fn allocations(f: impl FnOnce()) -> usize {
+    let before = ALLOCS.load(Ordering::Relaxed);
+    COUNTED.with(|c| c.set(true));
+    f();
+    COUNTED.with(|c| c.set(false));
+    ALLOCS.load(Ordering::Relaxed) - before
+}
+
+fn opts(threads: usize, min_task_work: Option<u64>) -> CompileOptions {
+    CompileOptions { threads: Some(threads), dump_dir: None, min_task_work }
+}
+
+fn f32s(dims: &[usize], seed: u32) -> Array {
+    let n: usize = dims.iter().product();
+    // A deterministic spread of values in [-2, 2).
+    let v = (0..n as u32).map(|i| ((i.wrapping_mul(2_654_435_761) ^ seed) % 4000) as f32 / 1000.0 - 2.0);
+    Array::from_vec(dims, v.collect())
+}
+
+fn unary(f: &mut Function, op: UnaryOp, x: Var) -> Var {
+    f.push(Prim::Unary(op), &[x], None).unwrap()[0]
+}
+fn binary(f: &mut Function, op: BinaryOp, x: Var, y: Var) -> Var {
+    f.push(Prim::Binary(op), &[x, y], None).unwrap()[0]
+}
+fn scalar_const(f: &mut Function, v: f32, dims: &[usize]) -> Var {
+    let c = f.add_const(Array::from_vec(&[], vec![v]));
+    let b = Prim::BroadcastInDim { shape: Shape::new(dims), broadcast_dimensions: vec![] };
+    f.push(b, &[c], None).unwrap()[0]
+}
+
+/// Runs `f` compiled with 1, 2 and 4 threads (at the default threshold, and splitting every kernel)
+/// and checks all results are bitwise equal to each other and to the interpreter's.
+fn same_for_every_thread_count(f: &Function, args: &[Array]) {
+    let want = eval(f, args).unwrap();
+    for (threads, min) in [(1, None), (2, None), (4, None), (2, Some(0)), (4, Some(0)), (3, Some(1000))] {
+        let got = compile_with(f, &opts(threads, min)).unwrap().run(args).unwrap();
+        for (g, w) in got.iter().zip(&want) {
+            assert!(g.bitwise_eq(w), "{threads} threads (min task work {min:?}) differ from the interpreter");
+        }
+    }
+}
+
+/// The plan listing of `f` compiled with `o` (through the dump).
+fn plan_text(f: &Function, o: CompileOptions) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    compile_with(f, &CompileOptions { dump_dir: Some(dir.path().to_path_buf()), ..o }).unwrap();
+    let folder = std::fs::read_dir(dir.path()).unwrap().next().unwrap().unwrap().path();
+    std::fs::read_to_string(folder.join("plan.txt")).unwrap()
+}
+
+#[test]
+fn big_elementwise_kernels_give_the_same_bits_for_any_thread_count() {
+    // exp(x)*y + x on 600×1000: ~600k elements × 22 units, well above the default threshold.
+    let dims = [600, 1000];
+    let mut f = Function::new();
+    let x = f.add_param(TensorType::new(DType::F32, dims));
+    let y = f.add_param(TensorType::new(DType::F32, dims));
+    let e = unary(&mut f, UnaryOp::Exp, x);
+    let m = binary(&mut f, BinaryOp::Mul, e, y);
+    let s = binary(&mut f, BinaryOp::Add, m, x);
+    f.outputs.push(s);
+    let plan = plan_text(&f, opts(2, None));
+    assert!(plan.contains("parallel, 2 tasks"), "the default threshold keeps it serial:\n{plan}");
+    assert!(plan_text(&f, opts(1, None)).contains("serial"));
+    same_for_every_thread_count(&f, &[f32s(&dims, 1), f32s(&dims, 2)]);
+}
+
+#[test]
+fn small_kernels_stay_serial() {
+    let mut f = Function::new();
+    let x = f.add_param(TensorType::new(DType::F32, [100, 10]));
+    let y = binary(&mut f, BinaryOp::Mul, x, x);
+    f.outputs.push(y);
+    let plan = plan_text(&f, opts(4, None));
+    assert!(plan.contains("serial") && !plan.contains("parallel,"), "{plan}");
+}
+
+#[test]
+fn reductions_over_an_inner_axis_give_the_same_bits_for_any_thread_count() {
+    // sum(x * x, axis 1) of 512×2048: each output row folds 2048 products on one thread.
+    let dims = [512, 2048];
+    let mut f = Function::new();
+    let x = f.add_param(TensorType::new(DType::F32, dims));
+    let sq = binary(&mut f, BinaryOp::Mul, x, x);
+    let r = f.push(Prim::Reduce { op: ReduceOp::Sum, axes: vec![1] }, &[sq], None).unwrap()[0];
+    f.outputs.push(r);
+    assert!(plan_text(&f, opts(2, None)).contains("parallel, 2 tasks"));
+    same_for_every_thread_count(&f, &[f32s(&dims, 3)]);
+}
+
+/// A scan of `length` steps over a carry of `dims` whose body is `c*0.5 + sin(c)` (a big kernel).
+fn big_scan(length: usize, dims: &[usize]) -> Function {
+    let ty = TensorType::new(DType::F32, dims);
+    let mut body = Function::new();
+    let c = body.add_param(ty.clone());
+    let half = scalar_const(&mut body, 0.5, dims);
+    let h = binary(&mut body, BinaryOp::Mul, c, half);
+    let s = unary(&mut body, UnaryOp::Sin, c);
+    let n = binary(&mut body, BinaryOp::Add, h, s);
+    body.outputs.push(n);
+    let mut f = Function::new();
+    let c0 = f.add_param(ty);
+    let scan = Prim::Scan { length, reverse: false, num_consts: 0, num_carry: 1, body: Box::new(body) };
+    let outs = f.push(scan, &[c0], None).unwrap();
+    f.outputs.extend(outs);
+    f
+}
+
+#[test]
+fn a_scan_with_big_kernels_gives_the_same_bits_for_any_thread_count() {
+    let dims = [512, 1024];
+    let f = big_scan(3, &dims);
+    same_for_every_thread_count(&f, &[f32s(&dims, 4)]);
+}
+
+/// `op` along `axis` of `x` compiled and interpreted: bitwise equal.
+fn check_cumulative(op: CumulativeOp, x: &Array, axis: usize, reverse: bool) {
+    let mut f = Function::new();
+    let p = f.add_param(x.ty());
+    let y = f.push(Prim::Cumulative { op, axis, reverse }, &[p], None).unwrap()[0];
+    f.outputs.push(y);
+    let want = eval(&f, std::slice::from_ref(x)).unwrap();
+    let exe = compile_with(&f, &opts(1, None)).unwrap();
+    assert_eq!(exe.kernel_count(), 0, "cumulative ops are runtime steps, not kernels");
+    let got = exe.run(std::slice::from_ref(x)).unwrap();
+    assert!(
+        got[0].bitwise_eq(&want[0]),
+        "{} axis {axis} reverse {reverse} on {}:\n jit  {:?}\n want {:?}",
+        op.name(),
+        x.ty(),
+        got[0],
+        want[0]
+    );
+}
+
+/// `n` values of `dt`, with NaN, ±inf and -0.0 among the floats.
+fn values(dt: DType, dims: &[usize]) -> Array {
+    let n: usize = dims.iter().product();
+    let special = [1.5, -0.0, 2.0, f64::NAN, -3.0, f64::INFINITY, 0.0, -1.0, f64::NEG_INFINITY, 0.5, -0.0];
+    let f = |i: usize| if i % 7 == 3 { special[i % special.len()] } else { (i % 11) as f64 * 0.37 - 1.6 };
+    match dt {
+        DType::F32 => Array::from_vec(dims, (0..n).map(|i| f(i) as f32).collect()),
+        DType::F64 => Array::from_vec(dims, (0..n).map(f).collect()),
+        DType::I32 => Array::from_vec(dims, (0..n).map(|i| (i as i32 * 7919 % 101) - 50).collect()),
+        DType::U32 => Array::from_vec(dims, (0..n).map(|i| (i as u32).wrapping_mul(2_654_435_761)).collect()),
+        DType::Bool => Array::from_vec(dims, (0..n).map(|i| i % 3 != 0).collect()),
+    }
+}
+
+#[test]
+fn cumulative_ops_match_the_interpreter_bitwise() {
+    let shapes: [&[usize]; 7] = [&[1], &[5], &[1000], &[4, 5], &[3, 4, 5], &[2, 1000, 3], &[0, 3]];
+    // Bool is not numeric: the shape rule rejects cumulative ops on it.
+    for dt in [DType::F32, DType::F64, DType::I32, DType::U32] {
+        for dims in shapes {
+            let x = values(dt, dims);
+            for axis in 0..dims.len() {
+                for op in CumulativeOp::ALL {
+                    for reverse in [false, true] {
+                        check_cumulative(op, &x, axis, reverse);
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn cumulative_ops_on_hand_computed_values() {
+    let run = |op, x: Vec<f32>, reverse| {
+        let x = Array::from_vec(&[x.len()], x);
+        let mut f = Function::new();
+        let p = f.add_param(x.ty());
+        let y = f.push(Prim::Cumulative { op, axis: 0, reverse }, &[p], None).unwrap()[0];
+        f.outputs.push(y);
+        match &compile_with(&f, &opts(1, None)).unwrap().run(&[x]).unwrap()[0] {
+            Array::F32(a) => a.iter().copied().collect::<Vec<f32>>(),
+            other => panic!("{other:?}"),
+        }
+    };
+    assert_eq!(run(CumulativeOp::Sum, vec![1.0, 2.0, 3.0], false), [1.0, 3.0, 6.0]);
+    assert_eq!(run(CumulativeOp::Sum, vec![1.0, 2.0, 3.0], true), [6.0, 5.0, 3.0]);
+    assert_eq!(run(CumulativeOp::Prod, vec![2.0, 3.0, 4.0], false), [2.0, 6.0, 24.0]);
+    assert_eq!(run(CumulativeOp::Max, vec![1.0, 3.0, 2.0], false), [1.0, 3.0, 3.0]);
+    assert_eq!(run(CumulativeOp::Min, vec![1.0, 3.0, 0.5], true), [0.5, 0.5, 0.5]);
+    let nan = run(CumulativeOp::Max, vec![1.0, f32::NAN, 5.0], false);
+    assert!(nan[0] == 1.0 && nan[1].is_nan() && nan[2].is_nan(), "NaN propagates: {nan:?}");
+    // 0.0 + -0.0 is +0.0: the scan starts from the identity, as the interpreter.
+    assert!(run(CumulativeOp::Sum, vec![-0.0], false)[0].is_sign_positive());
+}
+
+/// A scan of `length` steps whose body sorts its f32[64] carry negated (so every step reorders).
+fn sorting_scan(length: usize) -> Function {
+    let ty = TensorType::new(DType::F32, [64]);
+    let mut body = Function::new();
+    let c = body.add_param(ty.clone());
+    let n = unary(&mut body, UnaryOp::Neg, c);
+    let s = body.push(Prim::Sort { dimension: 0, num_keys: 1 }, &[n], None).unwrap()[0];
+    body.outputs.push(s);
+    let mut f = Function::new();
+    let c0 = f.add_param(ty);
+    let scan = Prim::Scan { length, reverse: false, num_consts: 0, num_carry: 1, body: Box::new(body) };
+    let outs = f.push(scan, &[c0], None).unwrap();
+    f.outputs.extend(outs);
+    f
+}
+
+#[test]
+fn a_sort_in_a_scan_allocates_nothing_per_step() {
+    let x = f32s(&[64], 5);
+    let per_call = |length: usize| {
+        let f = sorting_scan(length);
+        let exe: Executable = compile_with(&f, &opts(1, None)).unwrap();
+        let want = eval(&f, std::slice::from_ref(&x)).unwrap();
+        let got = exe.run(std::slice::from_ref(&x)).unwrap(); // warm: the arena is now pooled
+        assert!(got[0].bitwise_eq(&want[0]), "sort scan of {length} steps differs from the interpreter");
+        allocations(|| drop(exe.run(std::slice::from_ref(&x)).unwrap()))
+    };
+    let (short, long) = (per_call(3), per_call(3000));
+    assert_eq!(short, long, "a 3000-step scan allocated {long} times per call, a 3-step one {short}");
+}
+
+#[test]
+fn the_dump_holds_the_ir_the_plan_and_the_bodies() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = big_scan(2, &[4, 8]);
+    let o =
+        CompileOptions { threads: Some(1), dump_dir: Some(dir.path().to_path_buf()), min_task_work: None };
+    compile_with(&f, &o).unwrap();
+    let folders: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().path()).collect();
+    assert_eq!(folders.len(), 1, "one folder per compiled function: {folders:?}");
+    let top = &folders[0];
+    let ir = std::fs::read_to_string(top.join("ir.kir")).unwrap();
+    assert_eq!(ir.trim(), f.to_string().trim());
+    assert!(parse(&ir).is_ok(), "ir.kir parses back");
+    let plan = std::fs::read_to_string(top.join("plan.txt")).unwrap();
+    assert!(plan.contains("runtime #0 scan") && plan.contains("runs 2 times"), "{plan}");
+    let body = top.join("step0-scan-body");
+    let body_plan = std::fs::read_to_string(body.join("plan.txt")).unwrap();
+    assert!(body_plan.contains("kernel 0") && body_plan.contains("root     #"), "{body_plan}");
+    assert!(body_plan.contains("inlined  #") && body_plan.contains("arena"), "{body_plan}");
+    assert!(std::fs::read_to_string(body.join("ir.kir")).unwrap().contains("sin"));
+}
+
+#[test]
+fn a_dump_that_cannot_be_written_does_not_fail_compilation() {
+    let file = tempfile::NamedTempFile::new().unwrap();
+    // A folder inside a regular file cannot be created.
+    let o = CompileOptions { threads: Some(1), dump_dir: Some(file.path().join("sub")), min_task_work: None };
+    let f = big_scan(1, &[2]);
+    let exe = compile_with(&f, &o).expect("compiles despite the dump failing");
+    let x = Array::from_vec(&[2], vec![1.0f32, 2.0]);
+    assert!(exe.run(std::slice::from_ref(&x)).unwrap()[0].bitwise_eq(&eval(&f, &[x]).unwrap()[0]));
+}
+
+#[test]
+fn cost_report_of_x_times_y_plus_one() {
+    let dims = [1000];
+    let mut f = Function::new();
+    let x = f.add_param(TensorType::new(DType::F32, dims));
+    let y = f.add_param(TensorType::new(DType::F32, dims));
+    let one = scalar_const(&mut f, 1.0, &dims);
+    let m = binary(&mut f, BinaryOp::Mul, x, y);
+    let s = binary(&mut f, BinaryOp::Add, m, one);
+    f.outputs.push(s);
+    let r = compile_with(&f, &opts(1, None)).unwrap().cost_report();
+    assert_eq!((r.kernels, r.runtime_steps, r.while_loops), (1, 0, 0));
+    // One fused kernel: reads x, y (4000 bytes each) and the f32 constant (4), writes 4000; then the
+    // result is copied into the returned array (4000 read + 4000 written).
+    assert_eq!(r.bytes_moved, 4000 + 4000 + 4 + 4000 + 8000);
+    assert_eq!(r.flops, 2 * 1000, "a mul and an add per element");
+    assert_eq!(r.arena_bytes, 4032, "the kernel's output, rounded up to 64 bytes");
+    assert!(r.compile_time.as_nanos() > 0);
+    let text = r.to_string();
+    assert!(
+        text.contains("1 kernels") && text.contains("20004 bytes") && text.contains("2000 flops"),
+        "{text}"
+    );
+}
+
+#[test]
+fn cost_report_multiplies_a_scan_body_by_its_length() {
+    // 10 steps of c*0.5 + sin(c) on f32[100].
+    let r = compile_with(&big_scan(10, &[100]), &opts(1, None)).unwrap().cost_report();
+    assert_eq!((r.kernels, r.runtime_steps), (1, 1), "the body's kernel and the scan step");
+    // Per step: the kernel reads c (400) and 0.5 (4) and writes 400, and the body copies its 400-byte
+    // result out (800). The carry is copied in and out of the loop once (2 × 800). The top level
+    // copies its 400-byte result out (800).
+    assert_eq!(r.bytes_moved, 10 * (400 + 4 + 400 + 800) + 2 * 800 + 800);
+    assert_eq!(r.flops, 10 * 100 * 3, "mul, sin, add per element per step");
+}
+
+#[test]
+fn cost_report_counts_gemm_flops() {
+    let mut f = Function::new();
+    let a = f.add_param(TensorType::new(DType::F32, [3, 4]));
+    let b = f.add_param(TensorType::new(DType::F32, [4, 5]));
+    let dot = Prim::DotGeneral {
+        lhs_contracting: vec![1],
+        rhs_contracting: vec![0],
+        lhs_batch: vec![],
+        rhs_batch: vec![],
+        preferred_element_type: None,
+    };
+    let c = f.push(dot, &[a, b], None).unwrap()[0];
+    f.outputs.push(c);
+    let r = compile_with(&f, &opts(1, None)).unwrap().cost_report();
+    assert_eq!((r.kernels, r.runtime_steps, r.flops), (0, 1, 2 * 3 * 4 * 5));
+    // Operands read and packed (2 × (48 + 80)), the 60-byte product written and copied out.
+    assert_eq!(r.bytes_moved, 2 * (48 + 80) + 60 + 120);
+}
