@@ -22,4 +22,4 @@ pub mod vmath;
 
 pub use error::CompileError;
 pub use plan::compile;
-pub use runtime::{ArgumentError, Executable};
+pub use runtime::{Arg, ArgumentError, Executable};

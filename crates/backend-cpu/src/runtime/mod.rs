@@ -2,11 +2,14 @@
 //! routines, and the arena pool. No interpreter is involved at run time.
 
 pub(crate) mod control;
+mod donate;
 pub(crate) mod dot;
 pub(crate) mod indexing;
 pub(crate) mod math;
 pub(crate) mod sort;
 pub(crate) mod threefry;
+
+pub use donate::Arg;
 
 use crate::codegen::{Code, KernelFn, MAX_KERNEL_OPERANDS};
 use kiln_ir::{Array, TensorType};
