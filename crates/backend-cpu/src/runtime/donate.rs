@@ -96,9 +96,7 @@ impl Executable {
         }
         let copies: Vec<Option<Array>> = args.iter().map(|a| contiguous_copy(a.array())).collect();
         let donor = if args.iter().any(|a| matches!(a, Arg::Donated(_))) {
-            let reusable: Vec<bool> =
-                args.iter().zip(&copies).map(|(a, c)| matches!(a, Arg::Donated(_)) && c.is_none()).collect();
-            self.assign_donors(&reusable)
+            self.assign_donors(|i| matches!(args[i], Arg::Donated(_)) && copies[i].is_none())
         } else {
             Vec::new()
         };
@@ -133,34 +131,32 @@ impl Executable {
     }
 
     /// For each output, the donated argument whose buffer it takes, if any (rules in the module docs).
-    fn assign_donors(&self, reusable: &[bool]) -> Vec<Option<usize>> {
-        let mut taken = vec![false; reusable.len()];
+    /// `reusable(i)`: argument `i` is donated and row-major. Allocates only the result.
+    fn assign_donors(&self, reusable: impl Fn(usize) -> bool) -> Vec<Option<usize>> {
+        let n = self.param_types.len();
         let mut donor: Vec<Option<usize>> = vec![None; self.outputs.len()];
         // 1. Outputs that are a donated parameter keep its buffer.
         for (k, loc) in self.outputs.iter().enumerate() {
             if let Loc::Param(i) = *loc
-                && reusable[i]
-                && !taken[i]
+                && reusable(i)
+                && !donor.contains(&Some(i))
             {
-                taken[i] = true;
                 donor[k] = Some(i);
             }
         }
         // 2. Other outputs take a donated buffer of their type that no output copy reads.
-        let read_at_end: Vec<bool> = (0..reusable.len())
-            .map(|i| self.outputs.iter().any(|l| matches!(l, Loc::Param(j) if *j == i)))
-            .collect();
+        let read_at_end = |i: usize| self.outputs.iter().any(|l| matches!(l, Loc::Param(j) if *j == i));
         for k in 0..self.outputs.len() {
             if donor[k].is_some() {
                 continue;
             }
             let fits = |i: &usize| {
-                reusable[*i] && !taken[*i] && !read_at_end[*i] && self.param_types[*i] == self.output_types[k]
+                reusable(*i)
+                    && !donor.contains(&Some(*i))
+                    && !read_at_end(*i)
+                    && self.param_types[*i] == self.output_types[k]
             };
-            if let Some(i) = (0..reusable.len()).find(fits) {
-                taken[i] = true;
-                donor[k] = Some(i);
-            }
+            donor[k] = (0..n).find(fits);
         }
         donor
     }
