@@ -19,9 +19,11 @@ use kiln_ir::Function;
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct JitOptions {
-    /// Worker threads the compiled code may use; `None` lets the backend choose.
+    /// Worker threads the compiled code may use; `None` lets the backend choose. (Passed on once the
+    /// backend takes options; already part of the key.)
     pub threads: Option<usize>,
     /// Allow reassociation and contraction of float arithmetic (results may differ in the last bits).
+    /// (Passed on once the backend takes options; already part of the key.)
     pub fast_math: bool,
     /// The reverse-mode `scan` checkpoint policy applied while tracing (see [`crate::with_checkpoint`]);
     /// `None` uses the policy in effect on the calling thread, which then becomes part of the key.
