@@ -32,7 +32,7 @@ pub use ad::{
 };
 pub use checkpoint_policy::{Checkpoint, checkpoint_policy, with_checkpoint};
 pub use custom::{checkpoint, custom_jvp, custom_vjp};
-pub use jit::{Compiled, Jit, jit};
+pub use jit::{Compiled, Jit, JitOptions, JitStatic, Specialized, jit, jit_static};
 pub use kiln_ir as ir;
 pub use kiln_ir::DType;
 pub use kiln_trace::{
@@ -52,7 +52,7 @@ pub mod prelude {
     pub use crate::methods::{All, Axes};
     pub use crate::{AxisSpec, vmap, vmap_sized};
     pub use crate::{Checkpoint, with_checkpoint};
-    pub use crate::{Compiled, Jit, jit};
+    pub use crate::{Compiled, Jit, JitOptions, JitStatic, Specialized, jit, jit_static};
     pub use crate::{
         DType, Error, ScanOptions, Tensor, Traced, Tree, cond, scan, scan_with, switch, trace, where_,
         while_loop, while_loop_bounded,

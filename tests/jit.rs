@@ -1,21 +1,25 @@
 //! `jit` end to end: the seed program (64-point periodic diffusion, 5 steps) compiled and compared
-//! with the interpreter; one compiled function from 8 threads; O(1) allocations for a 10⁴-step scan.
+//! with the interpreter; one compiled function from 8 threads; O(1) allocations for a 10⁴-step scan;
+//! a donated input saves its output's allocation.
 
 use kiln::ir::{Array, eval};
 use kiln::prelude::*;
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::cell::Cell;
 
-/// Counts allocations made by threads that opted in (other tests run in parallel threads).
+/// Counts allocations (number and bytes) made by threads that opted in, per thread (other tests
+/// run in parallel threads).
 struct Counting;
-static ALLOCS: AtomicUsize = AtomicUsize::new(0);
 thread_local! {
-    static COUNTED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    static COUNTED: Cell<bool> = const { Cell::new(false) };
+    static ALLOCS: Cell<usize> = const { Cell::new(0) };
+    static BYTES: Cell<usize> = const { Cell::new(0) };
 }
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, l: Layout) -> *mut u8 {
         if COUNTED.with(|c| c.get()) {
-            ALLOCS.fetch_add(1, Ordering::Relaxed);
+            ALLOCS.with(|n| n.set(n.get() + 1));
+            BYTES.with(|n| n.set(n.get() + l.size()));
         }
         unsafe { System.alloc(l) }
     }
@@ -119,9 +123,9 @@ fn a_long_scan_allocates_o1() {
         let input = [start().to_array().unwrap()];
         compiled.run(&input).unwrap(); // warm: the arena joins the pool
         COUNTED.with(|c| c.set(true));
-        let before = ALLOCS.load(Ordering::Relaxed);
+        let before = ALLOCS.with(Cell::get);
         compiled.run(&input).unwrap();
-        let n = ALLOCS.load(Ordering::Relaxed) - before;
+        let n = ALLOCS.with(Cell::get) - before;
         COUNTED.with(|c| c.set(false));
         n
     };
@@ -163,4 +167,26 @@ fn jit_of_grad_through_take_and_segment_sum_matches_eager() {
     let compiled = jit(grad(loss)).call(&x).unwrap();
     assert_eq!(compiled.to_vec::<f64>(), vec![2.0, 0.0, 18.0, 0.0, 40.0]);
     assert_eq!(compiled.to_array().unwrap(), eager.to_array().unwrap());
+}
+
+#[test]
+fn a_donated_input_saves_the_outputs_allocation() {
+    // One step of the seed program on 2^16 points (256 KiB of f32): the result takes u's buffer.
+    let f = jit(|u: Tensor| step(&u)).donate(&[0]);
+    let big = || Tensor::from_vec(&[1 << 16], (0..1 << 16).map(|i| (i % 7) as f32).collect());
+    let bytes = |donate: bool| {
+        let u = big();
+        let want = step(&u).to_vec::<f32>();
+        f.call_donated(big()).unwrap(); // warm: compiled, arena pooled
+        COUNTED.with(|c| c.set(true));
+        let before = BYTES.with(Cell::get);
+        let out = if donate { f.call_donated(u).unwrap() } else { f.call(&u).unwrap() };
+        let n = BYTES.with(Cell::get) - before;
+        COUNTED.with(|c| c.set(false));
+        assert_eq!(out.to_vec::<f32>(), want);
+        n
+    };
+    let (kept, donated) = (bytes(false), bytes(true));
+    // The output's 256 KiB, less a few words of bookkeeping for the donation.
+    assert!(donated + (1 << 18) <= kept + 256, "donated call: {donated} bytes, plain call: {kept} bytes");
 }

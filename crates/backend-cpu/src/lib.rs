@@ -31,4 +31,4 @@ pub use cost::CostReport;
 pub use error::CompileError;
 pub use options::CompileOptions;
 pub use plan::{compile, compile_with};
-pub use runtime::{ArgumentError, Executable};
+pub use runtime::{Arg, ArgumentError, Executable};

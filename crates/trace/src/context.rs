@@ -126,6 +126,11 @@ pub(crate) fn current_trace() -> Option<TraceId> {
     STACK.with(|s| s.borrow().last().map(|f| f.id))
 }
 
+/// True while a function is being traced on this thread (ops are recorded, not evaluated).
+pub fn is_tracing() -> bool {
+    current_trace().is_some()
+}
+
 /// True if trace `id` is active on this thread.
 pub(crate) fn is_active(id: TraceId) -> bool {
     STACK.with(|s| s.borrow().iter().any(|f| f.id == id))

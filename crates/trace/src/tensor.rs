@@ -151,6 +151,14 @@ impl Tensor {
         }
     }
 
+    /// The shared host array of a concrete tensor (no copy), or `None` for a tracer or placeholder.
+    pub fn shared(&self) -> Option<&Arc<Array>> {
+        match &self.repr {
+            Repr::Concrete(a) => Some(a),
+            Repr::Traced { .. } | Repr::Placeholder(_) => None,
+        }
+    }
+
     /// The elements of a concrete tensor in row-major order.
     ///
     /// # Panics

@@ -3,12 +3,15 @@
 
 pub(crate) mod control;
 pub(crate) mod cumulative;
+mod donate;
 pub(crate) mod dot;
 pub(crate) mod indexing;
 pub(crate) mod math;
 pub(crate) mod parallel;
 pub(crate) mod sort;
 pub(crate) mod threefry;
+
+pub use donate::Arg;
 
 use crate::codegen::{Code, KernelFn, MAX_KERNEL_OPERANDS};
 use crate::cost::{CostReport, Traffic};
