@@ -6,10 +6,10 @@ use kiln_sims::epi::disease::{GAMMA_MEAN_SD, gamma_pmf, regularized_gamma_p};
 #[test]
 fn regularized_gamma_matches_closed_forms() {
     // Integer shape: P(3, x) = 1 − e^{−x}(1 + x + x²/2); shape 1: 1 − e^{−x}.
-    for x in [0.1, 0.5, 1.0, 2.5, 4.0, 7.0, 15.0, 40.0] {
-        let p3 = 1.0 - (-x as f64).exp() * (1.0 + x + x * x / 2.0);
+    for x in [0.1f64, 0.5, 1.0, 2.5, 4.0, 7.0, 15.0, 40.0] {
+        let p3 = 1.0 - (-x).exp() * (1.0 + x + x * x / 2.0);
         assert!((regularized_gamma_p(3.0, x) - p3).abs() < 1e-13, "P(3, {x})");
-        assert!((regularized_gamma_p(1.0, x) - (1.0 - (-x as f64).exp())).abs() < 1e-13, "P(1, {x})");
+        assert!((regularized_gamma_p(1.0, x) - (1.0 - (-x).exp())).abs() < 1e-13, "P(1, {x})");
     }
     // Shape 1/2: P(1/2, x) = erf(sqrt(x)); erf(1) = 0.8427007929497149.
     assert!((regularized_gamma_p(0.5, 1.0) - 0.842_700_792_949_714_9).abs() < 1e-13);
