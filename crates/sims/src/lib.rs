@@ -1,1 +1,4 @@
-//! Placeholder: see the crate description; filled in by later issues.
+//! kiln's simulations. [`epi`]: GradABM-style differentiable agent-based epidemics.
+#![warn(missing_docs)]
+
+pub mod epi;
