@@ -30,7 +30,7 @@ pub use ad::{
     Args, grad, grad_argnums, hessian, jacfwd, jacrev, jvp, linearize, value_and_grad, value_and_grad_aux,
     vjp,
 };
-pub use checkpoint_policy::{Checkpoint, checkpoint_policy, with_checkpoint};
+pub use checkpoint_policy::{AUTO_STORE_ALL_BYTES, Checkpoint, checkpoint_policy, with_checkpoint};
 pub use custom::{checkpoint, custom_jvp, custom_vjp};
 pub use jit::{Compiled, Jit, JitOptions, JitStatic, Specialized, jit, jit_static};
 pub use kiln_ir as ir;

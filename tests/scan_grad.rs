@@ -7,7 +7,8 @@ use kiln::methods::All;
 use kiln::prelude::*;
 use kiln::{Checkpoint, lax, with_checkpoint};
 
-const POLICIES: [Checkpoint; 3] = [Checkpoint::Auto, Checkpoint::Every(7), Checkpoint::StoreAll];
+const POLICIES: [Checkpoint; 4] =
+    [Checkpoint::Auto, Checkpoint::Sqrt, Checkpoint::Every(7), Checkpoint::StoreAll];
 
 fn f64s(shape: &[usize], v: Vec<f64>) -> Tensor {
     Tensor::from_vec(shape, v)

@@ -72,6 +72,98 @@ fn lowering(prim: &Prim) -> Lowering {
     }
 }
 
+/// Whether `e` evaluates its operand `slot` more than once per element of that operand (see the
+/// module doc: the codegen's index maps).
+fn rereads(f: &Function, e: &kiln_ir::Eqn, slot: usize) -> bool {
+    let size = |v: kiln_ir::Var| f.var_type(v).shape.size();
+    let grows = size(e.outputs[0]) > size(e.inputs[slot]);
+    match &e.prim {
+        // Elementwise, including rank-0 operands of select/clamp broadcast to the output.
+        Prim::Unary(_)
+        | Prim::Binary(_)
+        | Prim::Compare(_)
+        | Prim::Select
+        | Prim::Clamp
+        | Prim::ConvertElementType { .. }
+        | Prim::BitcastConvertType { .. }
+        | Prim::BroadcastInDim { .. } => grows,
+        // The update is read (clamped) at every output index.
+        Prim::DynamicUpdateSlice => grows || slot == 1,
+        Prim::Concatenate { .. } => e.inputs.len() > 1,
+        Prim::Pad { .. } => grows,
+        Prim::Gather { .. } => slot == 0,
+        // One read per operand element at most.
+        Prim::Iota { .. }
+        | Prim::Reshape { .. }
+        | Prim::Transpose { .. }
+        | Prim::Rev { .. }
+        | Prim::Slice { .. }
+        | Prim::DynamicSlice { .. }
+        | Prim::Reduce { .. }
+        | Prim::ArgReduce { .. }
+        | Prim::Cumulative { .. }
+        | Prim::StopGradient
+        | Prim::Sort { .. }
+        | Prim::DotGeneral { .. }
+        | Prim::Scatter { .. }
+        | Prim::SegmentSum { .. }
+        | Prim::Threefry2x32
+        | Prim::CustomJvpCall { .. }
+        | Prim::CustomVjpCall { .. }
+        | Prim::Scan { .. }
+        | Prim::WhileLoop { .. }
+        | Prim::Cond { .. }
+        | Prim::Call { .. }
+        | Prim::Checkpoint { .. } => false,
+    }
+}
+
+/// Too costly to recompute per read: transcendentals (a call or polynomial each) and divisions.
+fn costly(prim: &Prim) -> bool {
+    use kiln_ir::{BinaryOp as B, UnaryOp as U};
+    if let Prim::Unary(op) = prim {
+        return match op {
+            U::Exp
+            | U::Expm1
+            | U::Log
+            | U::Log1p
+            | U::Sqrt
+            | U::Rsqrt
+            | U::Sin
+            | U::Cos
+            | U::Tanh
+            | U::Logistic
+            | U::Erf
+            | U::ErfInv => true,
+            U::Neg
+            | U::Abs
+            | U::Sign
+            | U::Floor
+            | U::Ceil
+            | U::Round
+            | U::RoundEven
+            | U::IsFinite
+            | U::Not => false,
+        };
+    }
+    if let Prim::Binary(op) = prim {
+        return match op {
+            B::Div | B::Rem | B::Pow | B::Atan2 => true,
+            B::Add
+            | B::Sub
+            | B::Mul
+            | B::Max
+            | B::Min
+            | B::And
+            | B::Or
+            | B::Xor
+            | B::ShiftLeft
+            | B::ShiftRightLogical => false,
+        };
+    }
+    false
+}
+
 /// Free to recompute per consumer even with several consumers.
 fn duplicable(prim: &Prim) -> bool {
     matches!(prim, Prim::BroadcastInDim { .. } | Prim::Iota { .. })
@@ -91,6 +183,8 @@ pub(crate) fn assign(f: &Function) -> Vec<Role> {
         is_output[v.index()] = true;
     }
     let mut roles = vec![Role::Runtime; f.eqns.len()];
+    // `repeated[i]`: an inlined equation is evaluated more than once per element of its output.
+    let mut repeated = vec![false; f.eqns.len()];
     // Consumers come after producers, so walking backwards decides every consumer first.
     for i in (0..f.eqns.len()).rev() {
         let e = &f.eqns[i];
@@ -105,7 +199,19 @@ pub(crate) fn assign(f: &Function) -> Vec<Role> {
                     && !users.is_empty()
                     && users.iter().all(in_kernel)
                     && (users.len() == 1 || duplicable(&e.prim));
-                if inline { Role::Inline } else { Role::Kernel }
+                // Evaluated more than once per element inside the consumer's kernel?
+                repeated[i] = inline
+                    && users.iter().any(|&u| {
+                        let ue = &f.eqns[u];
+                        let inherited = roles[u] == Role::Inline && repeated[u];
+                        inherited || ue.inputs.iter().enumerate().any(|(k, v)| *v == out && rereads(f, ue, k))
+                    });
+                if inline && !(repeated[i] && costly(&e.prim)) {
+                    Role::Inline
+                } else {
+                    repeated[i] = false; // a root: its producers are evaluated once per its element
+                    Role::Kernel
+                }
             }
         };
     }

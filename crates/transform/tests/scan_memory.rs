@@ -124,7 +124,9 @@ fn floats_kept_by_the_transformed_ir() {
     assert!((s..=3 * s).contains(&r), "r = {r} floats per step");
     assert!(store_all <= t * r + s, "StoreAll keeps {store_all} > T·r + state = {}", t * r + s);
 
-    let auto = kept_floats(&grad_ir(&f, Checkpoint::Auto));
+    // Auto stores everything here: T·r = 2·10⁷ floats = 80 MB ≤ AUTO_STORE_ALL_BYTES.
+    assert_eq!(kept_floats(&grad_ir(&f, Checkpoint::Auto)), store_all);
+    let auto = kept_floats(&grad_ir(&f, Checkpoint::Sqrt));
     let sqrt_t = 100; // √10⁴
     let bound = 4 * sqrt_t * r.max(s);
     println!(
@@ -162,12 +164,24 @@ fn eager_peak_heap_auto_below_store_all() {
         })
     };
     let (store_all, g_store) = peak_of(|| run(Checkpoint::StoreAll));
-    let (auto, g_auto) = peak_of(|| run(Checkpoint::Auto));
-    println!("peak heap of the eager VJP, T = {t}, state = {s}: StoreAll {store_all} B, Auto {auto} B");
+    let (auto, g_auto) = peak_of(|| run(Checkpoint::Sqrt));
+    println!("peak heap of the eager VJP, T = {t}, state = {s}: StoreAll {store_all} B, Sqrt {auto} B");
     // Same gradients either way (the same f32 operations in the same order per step).
     assert_eq!(g_store, g_auto);
-    // StoreAll stacks T·r = 400·400 f32 = 640 000 B of residuals; Auto keeps 20 carries (16 000 B)
+    // StoreAll stacks T·r = 400·400 f32 = 640 000 B of residuals; Sqrt keeps 20 carries (16 000 B)
     // and one 20-step segment's residuals (32 000 B).
     assert!(store_all >= 4 * t * 2 * s, "StoreAll peak {store_all} B below its residuals");
-    assert!(3 * auto < store_all, "Auto peak {auto} B is not well below StoreAll's {store_all} B");
+    assert!(3 * auto < store_all, "Sqrt peak {auto} B is not well below StoreAll's {store_all} B");
+}
+
+#[test]
+fn auto_checkpoints_only_above_its_memory_budget() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    // T = 10⁴ steps of a 2·10⁴-float state: residuals ≈ T·2·s·4 B = 1.6 GB > AUTO_STORE_ALL_BYTES,
+    // so Auto saves the ⌈√T⌉ = 100 segment-start carries, like Sqrt (the IR is built, never run).
+    let (t, s) = (10_000usize, 20_000usize);
+    assert!(t * 2 * s * 4 > kiln_transform::ad::AUTO_STORE_ALL_BYTES);
+    let f = program(t, s);
+    assert_eq!(kept_floats(&grad_ir(&f, Checkpoint::Auto)), 100 * s);
+    assert_eq!(kept_floats(&grad_ir(&f, Checkpoint::Sqrt)), 100 * s);
 }

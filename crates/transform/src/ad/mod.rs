@@ -37,7 +37,7 @@ mod vjp_rules;
 use kiln_ir::{DType, Function, Prim, TensorType};
 use kiln_trace::{Tensor, at_location, lax};
 
-pub use scan::{Checkpoint, checkpoint_policy, with_checkpoint};
+pub use scan::{AUTO_STORE_ALL_BYTES, Checkpoint, checkpoint_policy, with_checkpoint};
 
 /// True if values of this dtype carry tangents/cotangents.
 pub fn is_differentiable(dtype: DType) -> bool {
