@@ -227,7 +227,7 @@ pub fn compile(f: &Function) -> Result<Executable, CompileError> {
         .iter()
         .map(|v| loc[v.index()].ok_or_else(|| CompileError::Codegen(format!("output {v:?} has no buffer"))))
         .collect::<Result<Vec<_>, _>>()?;
-    let (kernels, code) = jit.finish()?;
+    let (kernels, code, _clif) = jit.finish()?;
     Ok(Executable {
         param_types: f.param_types(),
         output_types: f.output_types(),
