@@ -1,6 +1,6 @@
 //! ns/element of whole JIT kernels through `Executable::run` (output allocation included): an
 //! elementwise chain `a*b + c*d - e`, a row sum (`reduce_sum` over the last axis of an (R, C) array),
-//! `exp` and `tanh`, at N = 4096 (L1) and 10⁶ (DRAM) elements, f32 and f64.
+//! `exp` and `tanh` (and `neg`, the floor: a copy plus `run`'s own costs), at N = 4096 (L1) and 10⁶ (DRAM) elements, f32 and f64.
 //! Criterion's throughput is set in elements; ns/element = 1e9 / (elements/s).
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
@@ -53,7 +53,9 @@ fn unary(op: UnaryOp) -> impl Fn(DType, usize) -> (Function, Vec<Array>) {
 
 fn bench(c: &mut Criterion) {
     type Make = Box<dyn Fn(DType, usize) -> (Function, Vec<Array>)>;
-    let cases: [(&str, Make); 4] = [
+    let cases: [(&str, Make); 5] = [
+        // The floor: one load and one store per element, plus `run`'s own costs.
+        ("neg", Box::new(unary(UnaryOp::Neg))),
         ("chain", Box::new(chain)),
         ("row_sum", Box::new(row_sum)),
         ("exp", Box::new(unary(UnaryOp::Exp))),

@@ -37,12 +37,13 @@
 //! the row into tiles of [`TILE`] elements: each transcendental occurrence gets a stack buffer;
 //! pass `p` computes the arguments of the occurrences whose argument needs only earlier results
 //! and stores them in their buffers, then calls each one's tile function once, in place; the last
-//! pass computes the root, reading transcendental results from the buffers. Measured (`benches/
-//! kernels.rs`): strip-mining runs exp at the tile function's speed, where spilling each vector and
-//! calling the tile function on 4 lanes paid the ~3 ns call (and a 16-lane chunk) per vector — see
-//! the numbers in the commit. Occurrences inside a lane-varying reduction loop (one value per
-//! reduced index, not per row element) use that spill call instead. erf, erf_inv, pow, atan2 and
-//! float rem call their per-element routines lane by lane.
+//! pass computes the root, reading transcendental results from the buffers. Measured
+//! (`benches/kernels.rs`, back to back on the loaded 2-core VM): f32 `exp` at 4096 elements ran at
+//! 85 Melem/s when each vector was spilled and the tile function called on its 4 lanes (the call
+//! plus a whole 16-lane chunk per vector) and at 600 Melem/s strip-mined; f64 `tanh` 26 vs 291
+//! Melem/s. So tiles it is. Occurrences inside a lane-varying reduction loop (one value per reduced
+//! index, not per row element) still use the spill call, the cheapest option there. erf, erf_inv,
+//! pow, atan2 and float rem call their per-element routines lane by lane.
 //!
 //! **Constants**: Cranelift rematerializes a constant (`vconst`, `splat` of a scalar constant) once
 //! per block that uses it, not once per use, and folds constant block parameters away, so hoisting
@@ -62,8 +63,10 @@ use std::collections::HashMap;
 
 /// Elements per transcendental tile (a multiple of every `U·L`): 1–2 KiB per buffer, L1-resident.
 pub(super) const TILE: i64 = 256;
-/// Unroll factor of elementwise rows.
-pub(super) const UNROLL_MAP: usize = 2;
+/// Unroll factor of elementwise rows. ×2 measured within noise of ×1 on `a*b + c*d - e` (f32 and
+/// f64 at 4096, `benches/kernels.rs`: 1.79–1.96 vs 1.87–2.09 Gelem/s f32), so rows are not unrolled
+/// (half the code, half the compile time).
+pub(super) const UNROLL_MAP: usize = 1;
 /// Vector accumulators of an innermost-axis reduction (independent dependency chains).
 pub(super) const UNROLL_REDUCE: usize = 4;
 /// More tiled occurrences than this (stack buffers of `TILE` elements each) fall back to spill calls.
@@ -897,5 +900,72 @@ impl<'a, 'b> Emitter<'a, 'b> {
         self.tile_call(k, addr, n)?;
         let ty = self.vty(dt);
         Ok(self.b.ins().load(ty, mem(), addr, 0))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::Jit;
+    use kiln_ir::*;
+
+    /// The Cranelift IR of the kernel rooted at the last equation of `f`, every other equation inlined.
+    fn clif(f: &Function) -> String {
+        let mut inline = vec![None; f.vars.len()];
+        for (k, e) in f.eqns.iter().enumerate().take(f.eqns.len() - 1) {
+            inline[e.outputs[0].index()] = Some(k);
+        }
+        let mut jit = Jit::new_with_dump(true).unwrap();
+        jit.kernel(f, f.eqns.len() - 1, &inline).unwrap();
+        let (_, _, text) = jit.finish().unwrap();
+        assert_eq!(text.len(), 1);
+        text.into_iter().next().unwrap()
+    }
+
+    fn unary_chain(dt: DType, dims: &[usize], ops: &[Prim]) -> Function {
+        let mut f = Function::new();
+        let mut v = f.add_param(TensorType::new(dt, Shape::new(dims)));
+        for p in ops {
+            v = f.push(p.clone(), &[v], None).unwrap()[0];
+        }
+        f.outputs.push(v);
+        f
+    }
+
+    #[test]
+    fn elementwise_kernels_load_and_store_vectors() {
+        for (dt, ty) in [(DType::F32, "f32x4"), (DType::F64, "f64x2"), (DType::I32, "i32x4")] {
+            let f = unary_chain(dt, &[3, 100], &[Prim::Unary(UnaryOp::Neg), Prim::Unary(UnaryOp::Abs)]);
+            let text = clif(&f);
+            assert!(text.contains(&format!("load.{ty}")), "{text}");
+            assert!(text.contains(&format!("store notrap")), "{text}");
+        }
+    }
+
+    #[test]
+    fn transcendentals_are_strip_mined_and_rejected_kernels_stay_scalar() {
+        let f = unary_chain(DType::F32, &[1000], &[Prim::Unary(UnaryOp::Sin), Prim::Unary(UnaryOp::Exp)]);
+        let text = clif(&f);
+        // Two tile buffers of 256 f32 each, vector code around them.
+        assert_eq!(text.matches("explicit_slot 1024").count(), 2, "{text}");
+        assert!(text.contains("f32x4"), "{text}");
+        // rev of the last axis is not vectorizable; mixed widths (f32 -> f64) neither.
+        let rev =
+            unary_chain(DType::F32, &[1000], &[Prim::Rev { dimensions: vec![0] }, Prim::Unary(UnaryOp::Neg)]);
+        assert!(!clif(&rev).contains("f32x4"));
+        let mixed = unary_chain(
+            DType::F32,
+            &[1000],
+            &[Prim::ConvertElementType { dtype: DType::F64 }, Prim::Unary(UnaryOp::Neg)],
+        );
+        let text = clif(&mixed);
+        assert!(!text.contains("f32x4") && !text.contains("f64x2"), "{text}");
+    }
+
+    #[test]
+    fn innermost_reductions_keep_several_accumulators() {
+        let f = unary_chain(DType::F32, &[8, 1000], &[Prim::Reduce { op: ReduceOp::Sum, axes: vec![1] }]);
+        let text = clif(&f);
+        assert!(text.matches("fadd").count() >= super::UNROLL_REDUCE, "{text}");
+        assert!(text.contains("extractlane"), "{text}");
     }
 }
