@@ -3,9 +3,7 @@
 //! * `ir.kir` — the function's text form;
 //! * `plan.txt` — each step (kernels with their root, inlined equations, leaves, output, rows, work
 //!   estimate and whether they run in parallel; runtime steps), buffer offsets and the arena size;
-//! * `kernel<k>.clif` — kernel `k`'s Cranelift IR, when codegen provides it. The `CLIF_HOOK` line in
-//!   `plan::compile_at` passes [`write`] the text of kernel `k` at index `k` (`None`: not available);
-//!   today codegen does not expose it, so no `.clif` file is written until `Jit::finish` returns it;
+//! * `kernel<k>.clif` — kernel `k`'s Cranelift IR (codegen keeps the text when a dump is asked for);
 //! * one sub-folder per control-flow body (`step<s>-<prim>-<label>/`), with the same files.
 //!
 //! Writing is best effort: the first failure is reported on stderr, and compilation goes on.

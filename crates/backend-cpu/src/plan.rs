@@ -247,7 +247,7 @@ fn compile_at(
     let mut text = folder.map(|_| PlanText::new(f));
     let thread_count = threads.count();
     // 1. Steps, by variable.
-    let mut jit = Jit::new()?;
+    let mut jit = Jit::new_with_dump(folder.is_some())?;
     let mut drafts = Vec::new();
     for (i, e) in f.eqns.iter().enumerate() {
         let step = drafts.len();
@@ -374,10 +374,9 @@ fn compile_at(
         .iter()
         .map(|v| loc[v.index()].ok_or_else(|| CompileError::Codegen(format!("output {v:?} has no buffer"))))
         .collect::<Result<Vec<_>, _>>()?;
-    let (kernels, code) = jit.finish()?;
-    // CLIF_HOOK (see `dump`): kernel k's Cranelift IR text at index k, once `Jit::finish`
-    // returns it; until then no `.clif` files are written.
-    let clif: Vec<Option<String>> = vec![None; kernels.len()];
+    let (kernels, code, clif_text) = jit.finish()?;
+    // Kernel k's Cranelift IR text at index k (empty unless dumping).
+    let clif: Vec<Option<String>> = (0..kernels.len()).map(|k| clif_text.get(k).cloned()).collect();
     let mut exe = Executable {
         param_types: f.param_types(),
         output_types: f.output_types(),

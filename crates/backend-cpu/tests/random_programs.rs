@@ -10,14 +10,20 @@
 //! broadcast views for the backend's index arithmetic).
 //!
 //! Comparison: bitwise (-0.0 != 0.0) as in `differential.rs`, except that NaNs match whatever their
-//! sign and payload (see `matches`). Float reductions are bitwise
-//! too: the backend accumulates sequentially in the interpreter's order. Transcendentals call the same
-//! Rust functions in both today, so they are also expected bitwise; should the vectorized tiles take
-//! over, a program containing one may differ by at most `TRANSCENDENTAL_ULPS` ulp per element (such
-//! tolerated differences are counted and printed).
+//! sign and payload (see `matches`). The reference is the interpreter with the JIT's transcendentals
+//! (`common::eval_vmath`: `exp log tanh ...` through the vmath tile functions, whose accuracy
+//! `vmath_ulp.rs` and `differential.rs` check): chained through `rem`, `floor`, `pow` or repeated
+//! `exp`, a 1-ulp difference between two libms grows without bound, which would hide codegen bugs
+//! behind a loose tolerance. A program containing a transcendental may still differ by at most
+//! `TRANSCENDENTAL_ULPS` ulp per element, and one containing a float sum or product over an
+//! innermost axis (which the vector path reassociates) by the largest reassociation bound
+//! `2(n-1)·ε·Σ|x|` of its reductions (`common::eval_vmath_bound`); such tolerated differences are
+//! counted and printed.
 //!
 //! `scatter_add` is being lowered on another branch: it is not generated here (nor is `scatter`,
 //! `sort` or `segment_sum`, which are `Unsupported`).
+
+mod common;
 
 use kiln_backend_cpu::compile;
 use kiln_ir::*;
@@ -483,8 +489,9 @@ fn ulps(a: f64, b: f64, dt: DType) -> u64 {
 
 /// Bitwise equality except that any NaN equals any NaN (the sign and payload of a NaN produced by
 /// arithmetic are unspecified by IEEE-754 and differ between the JIT's instructions and the
-/// interpreter's Rust code, e.g. `neg` of a fill NaN then `rem`); or (when `tolerant`) elementwise closeness within `TRANSCENDENTAL_ULPS`.
-fn matches(got: &Array, want: &Array, tolerant: bool, stats: &mut Stats) -> bool {
+/// interpreter's Rust code, e.g. `neg` of a fill NaN then `rem`); or elementwise closeness within
+/// `TRANSCENDENTAL_ULPS` (when `tolerant`) or `sum_bound`.
+fn matches(got: &Array, want: &Array, tolerant: bool, sum_bound: f64, stats: &mut Stats) -> bool {
     stats.elements_compared += want.len();
     if got.bitwise_eq(want) {
         return true;
@@ -499,7 +506,12 @@ fn matches(got: &Array, want: &Array, tolerant: bool, stats: &mut Stats) -> bool
         stats.nan_bits_differ += 1;
         return true;
     }
-    let ok = tolerant && g.iter().zip(&w).all(|(&a, &b)| same(a, b) || ulps(a, b, dt) <= TRANSCENDENTAL_ULPS);
+    let close = |a: f64, b: f64| {
+        same(a, b)
+            || (tolerant && ulps(a, b, dt) <= TRANSCENDENTAL_ULPS)
+            || (a.is_finite() && b.is_finite() && (a - b).abs() <= sum_bound)
+    };
+    let ok = g.iter().zip(&w).all(|(&a, &b)| close(a, b));
     stats.tolerated += usize::from(ok);
     ok
 }
@@ -515,12 +527,12 @@ fn run_one(seed: u64, stats: &mut Stats) {
     if let Err(e) = verify(&f) {
         panic!("seed {seed}: generated program does not verify: {e:?}\n{f}");
     }
-    let want = eval(&f, &args).unwrap_or_else(|e| panic!("seed {seed}: interpreter: {e}\n{f}"));
+    let (want, sum_bound) = common::eval_vmath_bound(&f, &args);
     let exe = compile(&f).unwrap_or_else(|e| panic!("seed {seed}: compile: {e}\n{f}"));
     let got = exe.run(&args).unwrap_or_else(|e| panic!("seed {seed}: run: {e}\n{f}"));
     assert_eq!(got.len(), want.len(), "seed {seed}: output count\n{f}");
     for (i, (g, w)) in got.iter().zip(&want).enumerate() {
-        if !matches(g, w, tolerant, stats) {
+        if !matches(g, w, tolerant, sum_bound, stats) {
             let bad: Vec<String> = g
                 .to_f64_vec()
                 .iter()
@@ -547,7 +559,7 @@ fn random_programs_match_the_interpreter() {
     }
     println!("{CASES} random programs, JIT == interpreter ({} elements compared)", stats.elements_compared);
     println!(
-        "  within {TRANSCENDENTAL_ULPS} ulp but not bitwise (transcendental programs): {}",
+        "  within {TRANSCENDENTAL_ULPS} ulp or the sum reassociation bound, not bitwise: {}",
         stats.tolerated
     );
     println!("  outputs equal up to NaN sign/payload only: {}", stats.nan_bits_differ);

@@ -1,4 +1,5 @@
-//! Builds one kernel: the loop nest over the root's output and the per-primitive `value` table.
+//! Builds one kernel: the scalar loop nest over the root's output and the per-primitive `value` table
+//! (the vector path, when the kernel qualifies, is in [`super::vector`]).
 
 use super::scalar;
 use crate::CompileError;
@@ -25,7 +26,7 @@ pub(super) fn clif_type(dt: DType) -> Type {
 }
 
 /// Loads and stores only ever touch in-bounds addresses (indices are clamped before use).
-fn mem() -> MemFlagsData {
+pub(super) fn mem() -> MemFlagsData {
     MemFlagsData::new().with_notrap()
 }
 
@@ -53,11 +54,20 @@ pub(super) fn build(
         bases.insert(*v, p);
     }
     let out_base = b.ins().load(types::I64, mem(), table, (leaves.len() * 8) as i32);
-    let mut em = Emitter { b, f, inline, bases, module, callbacks: HashMap::new() };
+    let mut em = Emitter {
+        b,
+        f,
+        inline,
+        bases,
+        module,
+        callbacks: HashMap::new(),
+        vs: super::vector::VState::default(),
+    };
     let e = &f.eqns[root];
     let out_ty = f.var_type(e.outputs[0]).clone();
     let dims = out_ty.shape.dims().to_vec();
-    if out_ty.shape.size() > 0 {
+    // The vector path when the static check allows it (see `vector`), else the scalar loop nest.
+    if out_ty.shape.size() > 0 && !super::vector::emit(&mut em, e, out_base, lo, hi)? {
         em.for_each_index_rows(&dims, lo, hi, &mut |s, idx| {
             let v = s.eqn_value(e, idx)?;
             let off = s.offset(&dims, idx);
@@ -86,26 +96,28 @@ fn collect_leaves(f: &Function, e: &Eqn, inline: &[Option<usize>], out: &mut Vec
 /// Code generation state for one kernel.
 pub(super) struct Emitter<'a, 'b> {
     pub(super) b: FunctionBuilder<'b>,
-    f: &'a Function,
-    inline: &'a [Option<usize>],
-    bases: HashMap<Var, Value>,
-    module: &'a mut JITModule,
-    callbacks: HashMap<&'static str, FuncRef>,
+    pub(super) f: &'a Function,
+    pub(super) inline: &'a [Option<usize>],
+    pub(super) bases: HashMap<Var, Value>,
+    pub(super) module: &'a mut JITModule,
+    pub(super) callbacks: HashMap<&'static str, FuncRef>,
+    /// State of the vector walk (see [`super::vector`]); unused by the scalar path.
+    pub(super) vs: super::vector::VState,
 }
 
-type Body<'x, 'a, 'b> = dyn FnMut(&mut Emitter<'a, 'b>, &[Value]) -> R<()> + 'x;
+pub(super) type Body<'x, 'a, 'b> = dyn FnMut(&mut Emitter<'a, 'b>, &[Value]) -> R<()> + 'x;
 
 impl<'a, 'b> Emitter<'a, 'b> {
     // ---- loops and index arithmetic -------------------------------------------------------------
 
     /// `for i in 0..n { body(i) }` with `n` an i64 value.
-    fn for_range(&mut self, n: Value, body: &mut dyn FnMut(&mut Self, Value) -> R<()>) -> R<()> {
+    pub(super) fn for_range(&mut self, n: Value, body: &mut dyn FnMut(&mut Self, Value) -> R<()>) -> R<()> {
         let zero = self.b.ins().iconst(types::I64, 0);
         self.for_range_from(zero, n, body)
     }
 
     /// `for i in lo..hi { body(i) }` with i64 bounds.
-    fn for_range_from(
+    pub(super) fn for_range_from(
         &mut self,
         lo: Value,
         n: Value,
@@ -129,14 +141,14 @@ impl<'a, 'b> Emitter<'a, 'b> {
     }
 
     /// Row-major nested loops over `dims`, calling `body` with the multi-index.
-    fn for_each_index(&mut self, dims: &[usize], body: &mut Body<'_, 'a, 'b>) -> R<()> {
+    pub(super) fn for_each_index(&mut self, dims: &[usize], body: &mut Body<'_, 'a, 'b>) -> R<()> {
         let mut prefix = Vec::with_capacity(dims.len());
         self.nest(dims, &mut prefix, body)
     }
 
     /// Like [`Emitter::for_each_index`], with the outermost axis restricted to `[lo, hi)` (a rank-0
     /// index space has one element, computed whatever the bounds).
-    fn for_each_index_rows(
+    pub(super) fn for_each_index_rows(
         &mut self,
         dims: &[usize],
         lo: Value,
@@ -173,7 +185,7 @@ impl<'a, 'b> Emitter<'a, 'b> {
     }
 
     /// Row-major flat offset of `idx` in an array of shape `dims`.
-    fn offset(&mut self, dims: &[usize], idx: &[Value]) -> Value {
+    pub(super) fn offset(&mut self, dims: &[usize], idx: &[Value]) -> Value {
         let mut acc = self.iconst(0);
         for (k, &i) in idx.iter().enumerate() {
             let scaled = self.b.ins().imul_imm_s(acc, dims[k] as i64);
@@ -183,7 +195,7 @@ impl<'a, 'b> Emitter<'a, 'b> {
     }
 
     /// The multi-index of flat offset `lin` in shape `dims`.
-    fn unravel(&mut self, lin: Value, dims: &[usize]) -> Vec<Value> {
+    pub(super) fn unravel(&mut self, lin: Value, dims: &[usize]) -> Vec<Value> {
         let mut out = vec![lin; dims.len()];
         let mut rest = lin;
         for k in (0..dims.len()).rev() {
@@ -203,17 +215,17 @@ impl<'a, 'b> Emitter<'a, 'b> {
         self.b.ins().smin(x, h)
     }
 
-    fn address(&mut self, dt: DType, base: Value, off: Value) -> Value {
+    pub(super) fn address(&mut self, dt: DType, base: Value, off: Value) -> Value {
         let bytes = self.b.ins().imul_imm_s(off, dt.size_bytes() as i64);
         self.b.ins().iadd(base, bytes)
     }
 
-    fn load(&mut self, dt: DType, base: Value, off: Value) -> Value {
+    pub(super) fn load(&mut self, dt: DType, base: Value, off: Value) -> Value {
         let addr = self.address(dt, base, off);
         self.b.ins().load(clif_type(dt), mem(), addr, 0)
     }
 
-    fn store(&mut self, dt: DType, base: Value, off: Value, v: Value) {
+    pub(super) fn store(&mut self, dt: DType, base: Value, off: Value, v: Value) {
         let addr = self.address(dt, base, off);
         self.b.ins().store(mem(), v, addr, 0);
     }
@@ -242,7 +254,7 @@ impl<'a, 'b> Emitter<'a, 'b> {
     // ---- values ---------------------------------------------------------------------------------
 
     /// The value of variable `v` at multi-index `idx`: computed inline, or loaded from its buffer.
-    fn value(&mut self, v: Var, idx: &[Value]) -> R<Value> {
+    pub(super) fn value(&mut self, v: Var, idx: &[Value]) -> R<Value> {
         let f = self.f;
         match self.inline[v.index()] {
             Some(p) => self.eqn_value(&f.eqns[p], idx),
@@ -270,7 +282,7 @@ impl<'a, 'b> Emitter<'a, 'b> {
     }
 
     /// The per-primitive table: the value of `e`'s (single) output at `idx`.
-    fn eqn_value(&mut self, e: &'a Eqn, idx: &[Value]) -> R<Value> {
+    pub(super) fn eqn_value(&mut self, e: &'a Eqn, idx: &[Value]) -> R<Value> {
         let f = self.f;
         let ins = &e.inputs;
         let dims_of = |k: usize| f.var_type(ins[k]).shape.dims().to_vec();

@@ -6,12 +6,14 @@
 //! the leaves. Shapes and strides are baked in as immediates; the only argument is a table of base
 //! pointers (the leaves in order, then the output).
 //!
-//! Elementwise arithmetic is in [`scalar`]. Transcendentals call `extern "C"` Rust functions per
-//! element ([`crate::runtime::math`]) — the slow path, to be replaced by inline polynomials or tile
-//! calls (see `shared/research/tech-cranelift-egg.md` §1.4).
+//! Elementwise arithmetic is in [`scalar`]. Kernels whose fused tree passes a static check run
+//! their contiguous innermost loop on 128-bit vectors instead ([`vector`], arithmetic in [`vops`]),
+//! with transcendentals strip-mined into tiles for the [`crate::vmath`] tile functions.
 
 mod kernel;
 mod scalar;
+mod vector;
+mod vops;
 
 use crate::CompileError;
 use cranelift_codegen::ir::{AbiParam, types};
@@ -57,11 +59,15 @@ pub(crate) struct Jit {
     fctx: cranelift_frontend::FunctionBuilderContext,
     pending: Vec<(cranelift_module::FuncId, usize)>,
     count: usize,
+    /// Whether to keep each kernel's Cranelift IR text (for `KILN_DUMP`).
+    dump: bool,
+    clif: Vec<String>,
 }
 
 impl Jit {
-    /// A JIT for the host CPU, with the Rust math callbacks registered.
-    pub(crate) fn new() -> Result<Jit, CompileError> {
+    /// A JIT for the host CPU, with the Rust math callbacks registered; with `dump`, [`Jit::finish`]
+    /// also returns each kernel's Cranelift IR text.
+    pub(crate) fn new_with_dump(dump: bool) -> Result<Jit, CompileError> {
         let err = |e: &dyn std::fmt::Display| CompileError::Codegen(e.to_string());
         let mut flags = settings::builder();
         flags.set("use_colocated_libcalls", "false").map_err(|e| err(&e))?;
@@ -72,12 +78,22 @@ impl Jit {
             .finish(settings::Flags::new(flags))
             .map_err(|e| err(&e))?;
         let mut builder = JITBuilder::with_isa(isa, default_libcall_names());
-        for (name, ptr) in crate::runtime::math::symbols() {
+        for (name, ptr) in
+            crate::runtime::math::symbols().into_iter().chain(crate::runtime::math::tile_symbols())
+        {
             builder.symbol(name, ptr);
         }
         let module = JITModule::new(builder);
         let ctx = module.make_context();
-        Ok(Jit { module, ctx, fctx: Default::default(), pending: Vec::new(), count: 0 })
+        Ok(Jit {
+            module,
+            ctx,
+            fctx: Default::default(),
+            pending: Vec::new(),
+            count: 0,
+            dump,
+            clif: Vec::new(),
+        })
     }
 
     /// Compiles the kernel rooted at equation `root` of `f` (`inline[v]`: the equation computing an
@@ -100,6 +116,13 @@ impl Jit {
         }
         let name = format!("kernel{}", self.count);
         self.count += 1;
+        if self.dump {
+            self.clif.push(format!(
+                "; {name}: root {} (equation {root})\n{}",
+                f.eqns[root].prim.name(),
+                self.ctx.func.display()
+            ));
+        }
         let sig = self.ctx.func.signature.clone();
         let id = self
             .module
@@ -113,8 +136,9 @@ impl Jit {
         Ok((handle, leaves))
     }
 
-    /// Links everything; returns the kernels' entry points (by handle) and the code's owner.
-    pub(crate) fn finish(mut self) -> Result<(Vec<KernelFn>, Code), CompileError> {
+    /// Links everything; returns the kernels' entry points (by handle), the code's owner, and the
+    /// kernels' Cranelift IR texts in compile order (empty unless made by [`Jit::new_with_dump`]).
+    pub(crate) fn finish(mut self) -> Result<(Vec<KernelFn>, Code, Vec<String>), CompileError> {
         self.module.finalize_definitions().map_err(|e| CompileError::Codegen(e.to_string()))?;
         let fns = self
             .pending
@@ -125,6 +149,6 @@ impl Jit {
                 unsafe { std::mem::transmute::<*const u8, KernelFn>(p) }
             })
             .collect();
-        Ok((fns, Code { module: Some(self.module) }))
+        Ok((fns, Code { module: Some(self.module) }, self.clif))
     }
 }

@@ -9,7 +9,7 @@ use cranelift_codegen::ir::{
     condcodes::{FloatCC, IntCC},
     types,
 };
-use kiln_ir::{BinaryOp, CompareOp, CumulativeOp, DType, ReduceOp, UnaryOp};
+use kiln_ir::{BinaryOp, CompareOp, DType, ReduceOp, UnaryOp};
 
 fn ill(prim: &'static str, dt: DType) -> CompileError {
     CompileError::unsupported(prim, format!("on {dt}"))
@@ -327,16 +327,6 @@ pub(super) fn gather_fill(s: &mut Emitter, dt: DType) -> Value {
         DType::I32 => s.b.ins().iconst(types::I32, i32::MIN as i64),
         DType::U32 => s.b.ins().iconst(types::I32, u32::MAX as i64),
         DType::Bool => s.b.ins().iconst(types::I8, 1),
-    }
-}
-
-/// The reduction a prefix scan combines with.
-pub(super) fn cumulative_reduce_op(op: CumulativeOp) -> ReduceOp {
-    match op {
-        CumulativeOp::Sum => ReduceOp::Sum,
-        CumulativeOp::Prod => ReduceOp::Prod,
-        CumulativeOp::Max => ReduceOp::Max,
-        CumulativeOp::Min => ReduceOp::Min,
     }
 }
 

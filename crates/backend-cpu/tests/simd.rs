@@ -1,0 +1,376 @@
+//! The vector path (`src/codegen/vector.rs`) against the interpreter: row lengths around the vector
+//! width, the unroll step and the transcendental tile (1, 3, 4, 5, 7, 8, 17, 1000, 1003), f32, f64
+//! and i32, inputs full of NaN, ±inf, ±0.0 and subnormals, broadcast and sliced leaves, reductions
+//! over inner and outer axes, transcendentals alone and chained.
+//!
+//! Equality is bitwise (NaN == NaN) except the documented tolerances of `common`: single
+//! transcendentals within vmath's ulp of the interpreter (and chained ones bitwise against
+//! `common::eval_vmath`, the interpreter with vmath's functions), innermost-axis float sums and
+//! products within the reassociation bound.
+
+mod common;
+
+use kiln_backend_cpu::compile;
+use kiln_ir::*;
+
+const SIZES: [usize; 9] = [1, 3, 4, 5, 7, 8, 17, 1000, 1003];
+
+/// `n` values of `dt`: every fifth a special (NaN, ±inf, ±0, ±subnormal, huge), the others spread
+/// over [-10, 10) (ints: edge values and small numbers, zero included).
+fn values(dt: DType, n: usize, seed: usize) -> Vec<f64> {
+    let special_f = [f64::NAN, f64::INFINITY, f64::NEG_INFINITY, 0.0, -0.0, 1e-40, -1e-41, 3e38, -2.5, 0.5];
+    let special_d =
+        [f64::NAN, f64::INFINITY, f64::NEG_INFINITY, 0.0, -0.0, 5e-320, -4e-310, 1e308, -2.5, 0.5];
+    let special_i = [0.0, -1.0, 1.0, i32::MIN as f64, i32::MAX as f64, 31.0, 32.0, -7.0, 7.0, 3.0];
+    (0..n)
+        .map(|i| {
+            let k = i + 7 * seed;
+            let u = ((k as f64 + 0.5) * 0.618_033_988_749_895).fract();
+            match (dt, k % 5) {
+                (DType::F32, 0) => special_f[(k / 5) % 10],
+                (DType::F64, 0) => special_d[(k / 5) % 10],
+                (DType::I32, 0) => special_i[(k / 5) % 10],
+                (DType::I32, _) => (40.0 * u - 20.0).round(),
+                _ => 20.0 * u - 10.0,
+            }
+        })
+        .collect()
+}
+
+fn array(dt: DType, dims: &[usize], seed: usize) -> Array {
+    let n = dims.iter().product();
+    let v = values(dt, n, seed);
+    match dt {
+        DType::F32 => Array::from_vec(dims, v.iter().map(|&x| x as f32).collect::<Vec<_>>()),
+        DType::F64 => Array::from_vec(dims, v),
+        DType::I32 => Array::from_vec(dims, v.iter().map(|&x| x as i32).collect::<Vec<_>>()),
+        _ => unreachable!("test dtypes"),
+    }
+}
+
+fn push(f: &mut Function, p: Prim, ins: &[Var]) -> Var {
+    f.push(p, ins, None).unwrap()[0]
+}
+
+fn bin(f: &mut Function, op: BinaryOp, x: Var, y: Var) -> Var {
+    push(f, Prim::Binary(op), &[x, y])
+}
+
+fn un(f: &mut Function, op: UnaryOp, x: Var) -> Var {
+    push(f, Prim::Unary(op), &[x])
+}
+
+/// JIT result and the interpreter's.
+fn both(f: &Function, args: &[Array]) -> (Vec<Array>, Vec<Array>) {
+    let exe = compile(f).unwrap_or_else(|e| panic!("compile: {e}\n{f}"));
+    let got = exe.run(args).expect("run");
+    (got, eval(f, args).expect("interpreter"))
+}
+
+fn assert_bitwise(f: &Function, args: &[Array]) {
+    let (got, want) = both(f, args);
+    for (g, w) in got.iter().zip(&want) {
+        assert!(g.bitwise_eq(w), "{f}\n jit  {g:?}\n want {w:?}");
+    }
+}
+
+/// Elementwise ops with NaN/±0 rules (max, min, sign, round, select by compare, rsqrt, ...).
+fn elementwise(f: &mut Function, dt: DType, a: Var, b: Var, c: Var) -> Var {
+    if dt == DType::I32 {
+        // (a*b + c) ^ max(a, c), min with a lane-wise division by values including 0 and -1,
+        // shifts by amounts past 31, sign and abs of i32::MIN.
+        let ab = bin(f, BinaryOp::Mul, a, b);
+        let s = bin(f, BinaryOp::Add, ab, c);
+        let m = bin(f, BinaryOp::Max, a, c);
+        let x = bin(f, BinaryOp::Xor, s, m);
+        let d = bin(f, BinaryOp::Div, x, b);
+        let r = bin(f, BinaryOp::Rem, a, b);
+        let sh = bin(f, BinaryOp::ShiftLeft, d, b);
+        let sg = un(f, UnaryOp::Sign, r);
+        let ab2 = un(f, UnaryOp::Abs, a);
+        let t = bin(f, BinaryOp::Sub, sh, sg);
+        let lt = push(f, Prim::Compare(CompareOp::Lt), &[t, ab2]);
+        let mn = bin(f, BinaryOp::Min, t, ab2);
+        return push(f, Prim::Select, &[lt, mn, r]);
+    }
+    // select(a < b, max(a, b) * c, min(a, round(b))) - rsqrt(|c|) + sign(a) / floor(b), then
+    // max/min against -0.0 and NaN-producing pieces.
+    let lt = push(f, Prim::Compare(CompareOp::Lt), &[a, b]);
+    let mx = bin(f, BinaryOp::Max, a, b);
+    let mc = bin(f, BinaryOp::Mul, mx, c);
+    let rb = un(f, UnaryOp::Round, b);
+    let mn = bin(f, BinaryOp::Min, a, rb);
+    let sel = push(f, Prim::Select, &[lt, mc, mn]);
+    let ac = un(f, UnaryOp::Abs, c);
+    let rs = un(f, UnaryOp::Rsqrt, ac);
+    let d = bin(f, BinaryOp::Sub, sel, rs);
+    let sg = un(f, UnaryOp::Sign, a);
+    let fl = un(f, UnaryOp::Floor, b);
+    let q = bin(f, BinaryOp::Div, sg, fl);
+    let e = bin(f, BinaryOp::Add, d, q);
+    let re = un(f, UnaryOp::RoundEven, e);
+    let fin = un(f, UnaryOp::IsFinite, re);
+    let m2 = bin(f, BinaryOp::Min, re, c);
+    let neg = un(f, UnaryOp::Neg, b);
+    push(f, Prim::Select, &[fin, m2, neg])
+}
+
+#[test]
+fn elementwise_chains_are_bitwise() {
+    for dt in [DType::F32, DType::F64, DType::I32] {
+        for n in SIZES {
+            for dims in [vec![n], vec![3, n]] {
+                let mut f = Function::new();
+                let p: Vec<Var> =
+                    (0..3).map(|_| f.add_param(TensorType::new(dt, Shape::new(&dims)))).collect();
+                let out = elementwise(&mut f, dt, p[0], p[1], p[2]);
+                f.outputs.push(out);
+                let args: Vec<Array> = (0..3).map(|k| array(dt, &dims, k)).collect();
+                assert_bitwise(&f, &args);
+            }
+        }
+    }
+}
+
+#[test]
+fn broadcast_iota_slice_transpose_reshape_are_bitwise() {
+    for dt in [DType::F32, DType::F64, DType::I32] {
+        for n in SIZES {
+            // out[i, j] = x[i, j+1] (slice) * y[j] (broadcast along rows) + z[i] (lane-invariant)
+            //           + s (scalar) + iota_j + transpose(w)[i, j] + reshape(v)[i, j]
+            let mut f = Function::new();
+            let x = f.add_param(TensorType::new(dt, Shape::new(&[4, n + 2])));
+            let y = f.add_param(TensorType::new(dt, Shape::new(&[n])));
+            let z = f.add_param(TensorType::new(dt, Shape::new(&[3])));
+            let s = f.add_param(TensorType::scalar(dt));
+            let w = f.add_param(TensorType::new(dt, Shape::new(&[3, 1, n])));
+            let v = f.add_param(TensorType::new(dt, Shape::new(&[3, n])));
+            let sh = Shape::new(&[3, n]);
+            let xs = push(
+                &mut f,
+                Prim::Slice { start: vec![1, 1], limit: vec![4, n + 1], strides: vec![1, 1] },
+                &[x],
+            );
+            let yb =
+                push(&mut f, Prim::BroadcastInDim { shape: sh.clone(), broadcast_dimensions: vec![1] }, &[y]);
+            let zb =
+                push(&mut f, Prim::BroadcastInDim { shape: sh.clone(), broadcast_dimensions: vec![0] }, &[z]);
+            let sb =
+                push(&mut f, Prim::BroadcastInDim { shape: sh.clone(), broadcast_dimensions: vec![] }, &[s]);
+            let io = push(&mut f, Prim::Iota { dtype: dt, shape: sh.clone(), dimension: 1 }, &[]);
+            let ir = push(&mut f, Prim::Iota { dtype: dt, shape: sh.clone(), dimension: 0 }, &[]);
+            let wt = push(&mut f, Prim::Transpose { permutation: vec![1, 0, 2] }, &[w]);
+            let wr = push(&mut f, Prim::Reshape { new_sizes: sh.clone() }, &[wt]);
+            let m = bin(&mut f, BinaryOp::Mul, xs, yb);
+            let mut acc = bin(&mut f, BinaryOp::Add, m, zb);
+            for t in [sb, io, ir, wr, v] {
+                acc = bin(&mut f, BinaryOp::Add, acc, t);
+            }
+            f.outputs.push(acc);
+            let args = [
+                array(dt, &[4, n + 2], 0),
+                array(dt, &[n], 1),
+                array(dt, &[3], 2),
+                array(dt, &[], 3),
+                array(dt, &[3, 1, n], 4),
+                array(dt, &[3, n], 5),
+            ];
+            assert_bitwise(&f, &args);
+        }
+    }
+}
+
+#[test]
+fn conversions_and_masks_are_bitwise() {
+    for n in SIZES {
+        // f32 -> i32 (saturating, NaN -> 0) -> u32 -> f32; bitcast f32 -> i32; (x > 0) as f32 and i32.
+        let mut f = Function::new();
+        let x = f.add_param(TensorType::new(DType::F32, Shape::new(&[2, n])));
+        let i = push(&mut f, Prim::ConvertElementType { dtype: DType::I32 }, &[x]);
+        let u = push(&mut f, Prim::ConvertElementType { dtype: DType::U32 }, &[x]);
+        let uf = push(&mut f, Prim::ConvertElementType { dtype: DType::F32 }, &[u]);
+        let bits = push(&mut f, Prim::BitcastConvertType { dtype: DType::I32 }, &[x]);
+        let zero = f.add_const(Array::scalar(0.0f32));
+        let zb = push(
+            &mut f,
+            Prim::BroadcastInDim { shape: Shape::new(&[2, n]), broadcast_dimensions: vec![] },
+            &[zero],
+        );
+        let gt = push(&mut f, Prim::Compare(CompareOp::Gt), &[x, zb]);
+        let nt = un(&mut f, UnaryOp::Not, gt);
+        let gf = push(&mut f, Prim::ConvertElementType { dtype: DType::F32 }, &[nt]);
+        let gi = push(&mut f, Prim::ConvertElementType { dtype: DType::I32 }, &[gt]);
+        let sum = bin(&mut f, BinaryOp::Add, uf, gf);
+        let isum = bin(&mut f, BinaryOp::Add, i, gi);
+        let ix = bin(&mut f, BinaryOp::Xor, isum, bits);
+        f.outputs.extend([sum, ix]);
+        assert_bitwise(&f, &[array(DType::F32, &[2, n], 0)]);
+    }
+}
+
+#[test]
+fn reductions_over_inner_and_outer_axes() {
+    for dt in [DType::F32, DType::F64, DType::I32] {
+        for n in SIZES {
+            for op in ReduceOp::ALL {
+                for axes in [vec![1], vec![0], vec![0, 1], vec![1, 2], vec![0, 2]] {
+                    let dims = [3, 2, n];
+                    let axes: Vec<usize> = axes
+                        .iter()
+                        .map(|&a| {
+                            if a == 1 {
+                                2
+                            } else if a == 2 {
+                                1
+                            } else {
+                                0
+                            }
+                        })
+                        .collect();
+                    // x * 1.5 fused into the reduction (so the reduced value is computed, not loaded).
+                    let mut f = Function::new();
+                    let x = f.add_param(TensorType::new(dt, Shape::new(&dims)));
+                    let y = f.add_param(TensorType::new(dt, Shape::new(&dims)));
+                    let m = bin(&mut f, BinaryOp::Mul, x, y);
+                    let r = push(&mut f, Prim::Reduce { op, axes: axes.clone() }, &[m]);
+                    f.outputs.push(r);
+                    let args = [array(dt, &dims, 0), array(dt, &dims, 1)];
+                    let (got, want) = both(&f, &args);
+                    let prod =
+                        eval_prim(&Prim::Binary(BinaryOp::Mul), &[&args[0], &args[1]]).unwrap().remove(0);
+                    assert!(
+                        common::reduction_close(&got[0], &want[0], &prod, op, &axes),
+                        "{op:?} over {axes:?} of {dt:?}[3, 2, {n}]\n jit  {:?}\n want {:?}",
+                        got[0],
+                        want[0]
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn finite_row_sums_are_within_the_reassociation_bound_and_max_min_exact() {
+    // Ordinary values only, so the sums are finite and the bound is the one that matters.
+    for dt in [DType::F32, DType::F64] {
+        for n in [17usize, 1000, 1003] {
+            let v: Vec<f64> = (0..4 * n).map(|i| ((i as f64 * 0.754_877_666).fract() - 0.3) * 1e3).collect();
+            let x = match dt {
+                DType::F32 => Array::from_vec(&[4, n], v.iter().map(|&a| a as f32).collect::<Vec<_>>()),
+                _ => Array::from_vec(&[4, n], v.clone()),
+            };
+            for op in ReduceOp::ALL {
+                let mut f = Function::new();
+                let p = f.add_param(x.ty());
+                let r = push(&mut f, Prim::Reduce { op, axes: vec![1] }, &[p]);
+                f.outputs.push(r);
+                let (got, want) = both(&f, std::slice::from_ref(&x));
+                if matches!(op, ReduceOp::Max | ReduceOp::Min) {
+                    assert!(got[0].bitwise_eq(&want[0]), "{op:?}: {:?} vs {:?}", got[0], want[0]);
+                } else if op == ReduceOp::Sum {
+                    assert!(
+                        common::reduction_close(&got[0], &want[0], &x, op, &[1]),
+                        "{:?} vs {:?}",
+                        got[0],
+                        want[0]
+                    );
+                    // And against the exact sum (f64 accumulation of the f32 inputs, or a compensated
+                    // sum for f64): within the one-sided bound (n-1)·ε·Σ|x|.
+                    let xs = x.to_f64_vec();
+                    for (row, g) in got[0].to_f64_vec().iter().enumerate() {
+                        let vals = &xs[row * n..(row + 1) * n];
+                        let (mut s, mut c) = (0.0f64, 0.0f64);
+                        for &a in vals {
+                            let y = a - c;
+                            let t = s + y;
+                            c = (t - s) - y;
+                            s = t;
+                        }
+                        let mag: f64 = vals.iter().map(|a| a.abs()).sum();
+                        let eps = if dt == DType::F32 { 2f64.powi(-24) } else { 2f64.powi(-53) };
+                        assert!(
+                            (g - s).abs() <= (n as f64 - 1.0) * eps * mag + 1e-300,
+                            "row {row}: {g} vs exact {s}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn transcendentals_within_vmath_ulp_of_the_interpreter() {
+    let ops = [
+        UnaryOp::Exp,
+        UnaryOp::Expm1,
+        UnaryOp::Log,
+        UnaryOp::Log1p,
+        UnaryOp::Sin,
+        UnaryOp::Cos,
+        UnaryOp::Tanh,
+        UnaryOp::Logistic,
+        UnaryOp::Erf,
+        UnaryOp::ErfInv,
+    ];
+    for dt in [DType::F32, DType::F64] {
+        for n in SIZES {
+            for op in ops {
+                // Row of n and a (2, n) array; the scalar tail and the tiles must agree.
+                for dims in [vec![n], vec![2, n]] {
+                    let mut f = Function::new();
+                    let x = f.add_param(TensorType::new(dt, Shape::new(&dims)));
+                    let y = un(&mut f, op, x);
+                    f.outputs.push(y);
+                    let args = [array(dt, &dims, 0)];
+                    let (got, want) = both(&f, &args);
+                    assert!(
+                        common::within_ulps(&got[0], &want[0], common::transcendental_ulps(op)),
+                        "{op:?} {dt:?}{dims:?}\n jit  {:?}\n want {:?}",
+                        got[0],
+                        want[0]
+                    );
+                    // Bitwise against vmath itself (the scalar tail uses the same tile functions).
+                    assert!(
+                        got[0].bitwise_eq(&common::eval_vmath(&f, &args)[0]),
+                        "{op:?} {dt:?}{dims:?} vs vmath"
+                    );
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn chained_transcendentals_match_vmath_bitwise() {
+    for dt in [DType::F32, DType::F64] {
+        for n in SIZES {
+            // exp(sin(x)) + tanh(x) * log(|y|): two tile passes and a final one; then
+            // reduce_sum over the outer axis of logistic(x) (spill calls inside a reduction loop)
+            // and max over the inner axis of exp(x) (tiles inside an innermost reduction).
+            let dims = [3, n];
+            let mut f = Function::new();
+            let x = f.add_param(TensorType::new(dt, Shape::new(&dims)));
+            let y = f.add_param(TensorType::new(dt, Shape::new(&dims)));
+            let s = un(&mut f, UnaryOp::Sin, x);
+            let es = un(&mut f, UnaryOp::Exp, s);
+            let t = un(&mut f, UnaryOp::Tanh, x);
+            let ay = un(&mut f, UnaryOp::Abs, y);
+            let l = un(&mut f, UnaryOp::Log, ay);
+            let tl = bin(&mut f, BinaryOp::Mul, t, l);
+            let out = bin(&mut f, BinaryOp::Add, es, tl);
+            let lg = un(&mut f, UnaryOp::Logistic, x);
+            let col = push(&mut f, Prim::Reduce { op: ReduceOp::Sum, axes: vec![0] }, &[lg]);
+            let ex = un(&mut f, UnaryOp::Exp, y);
+            let rowmax = push(&mut f, Prim::Reduce { op: ReduceOp::Max, axes: vec![1] }, &[ex]);
+            f.outputs.extend([out, col, rowmax]);
+            let args = [array(dt, &dims, 0), array(dt, &dims, 1)];
+            let got = compile(&f).unwrap().run(&args).unwrap();
+            let want = common::eval_vmath(&f, &args);
+            for (g, w) in got.iter().zip(&want) {
+                assert!(g.bitwise_eq(w), "{dt:?}[3, {n}]\n jit  {g:?}\n want {w:?}");
+            }
+        }
+    }
+}
