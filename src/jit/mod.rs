@@ -364,9 +364,9 @@ impl<A: Tree, R: Tree + Clone, F: Fn(A) -> R> Jit<F, A, R> {
     ///
     /// ```
     /// use kiln::prelude::*;
-    /// let f = jit(|x: Tensor| x.exp()).donate(&[0]);
-    /// let y = f.call_donated(Tensor::from_vec(&[2], vec![0.0f64, 1.0]))?;
-    /// assert_eq!(y.to_vec::<f64>(), vec![1.0, 1.0f64.exp()]);
+    /// let f = jit(|x: Tensor| &x * 2.0 + 1.0).donate(&[0]);
+    /// let y = f.call_donated(Tensor::from_vec(&[2], vec![0.0f64, 1.5]))?;
+    /// assert_eq!(y.to_vec::<f64>(), vec![1.0, 4.0]);
     /// # Ok::<(), kiln::Error>(())
     /// ```
     #[track_caller]

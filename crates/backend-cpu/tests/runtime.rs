@@ -3,6 +3,8 @@
 //! programs.
 
 use kiln_backend_cpu::{CompileOptions, Executable, compile_with};
+mod common;
+
 use kiln_ir::*;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -63,13 +65,20 @@ fn scalar_const(f: &mut Function, v: f32, dims: &[usize]) -> Var {
 }
 
 /// Runs `f` compiled with 1, 2 and 4 threads (at the default threshold, and splitting every kernel)
-/// and checks all results are bitwise equal to each other and to the interpreter's.
+/// and checks all results are bitwise equal to each other, and equal to the interpreter's (with
+/// vmath's transcendentals) up to the documented reassociation bound of innermost-axis float sums.
 fn same_for_every_thread_count(f: &Function, args: &[Array]) {
-    let want = eval(f, args).unwrap();
-    for (threads, min) in [(1, None), (2, None), (4, None), (2, Some(0)), (4, Some(0)), (3, Some(1000))] {
+    let (want, bound) = common::eval_vmath_bound(f, args);
+    let serial = compile_with(f, &opts(1, None)).unwrap().run(args).unwrap();
+    for (g, w) in serial.iter().zip(&want) {
+        let (g64, w64) = (g.to_f64_vec(), w.to_f64_vec());
+        let close = g64.iter().zip(&w64).all(|(a, b)| common::same(*a, *b) || (a - b).abs() <= bound);
+        assert!(close, "1 thread differs from the interpreter beyond the bound {bound}");
+    }
+    for (threads, min) in [(2, None), (4, None), (2, Some(0)), (4, Some(0)), (3, Some(1000))] {
         let got = compile_with(f, &opts(threads, min)).unwrap().run(args).unwrap();
-        for (g, w) in got.iter().zip(&want) {
-            assert!(g.bitwise_eq(w), "{threads} threads (min task work {min:?}) differ from the interpreter");
+        for (g, w) in got.iter().zip(&serial) {
+            assert!(g.bitwise_eq(w), "{threads} threads (min task work {min:?}) differ from 1 thread");
         }
     }
 }
