@@ -10,10 +10,13 @@
 //! their contiguous innermost loop on 128-bit vectors instead ([`vector`], arithmetic in [`vops`]),
 //! with transcendentals strip-mined into tiles for the [`crate::vmath`] tile functions.
 
+mod check;
 mod kernel;
+mod pairwise;
 mod scalar;
 mod vector;
 mod vops;
+mod vwalk;
 
 use crate::CompileError;
 use cranelift_codegen::ir::{AbiParam, types};
