@@ -11,6 +11,7 @@
 //! with transcendentals strip-mined into tiles for the [`crate::vmath`] tile functions.
 
 mod check;
+mod elem_calls;
 mod kernel;
 mod pairwise;
 mod scalar;
@@ -81,8 +82,10 @@ impl Jit {
             .finish(settings::Flags::new(flags))
             .map_err(|e| err(&e))?;
         let mut builder = JITBuilder::with_isa(isa, default_libcall_names());
-        for (name, ptr) in
-            crate::runtime::math::symbols().into_iter().chain(crate::runtime::math::tile_symbols())
+        for (name, ptr) in crate::runtime::math::symbols()
+            .into_iter()
+            .chain(crate::runtime::math::tile_symbols())
+            .chain(elem_calls::symbols())
         {
             builder.symbol(name, ptr);
         }
