@@ -232,3 +232,66 @@ fn scalar_transcendentals_match_the_tiles_bitwise() {
         }
     }
 }
+
+/// Small `dot_general`s run as kernels (producers fused in) with the interpreter's sequential sum:
+/// bitwise equal for f32, f64 and i32, batch dims and contracting dims in any position, a
+/// preferred result type, and a larger one (a gemm step, within the documented gemm difference).
+#[test]
+fn small_dots_are_bitwise_equal_to_the_interpreter() {
+    struct Case {
+        l: &'static [usize],
+        r: &'static [usize],
+        lc: &'static [usize],
+        rc: &'static [usize],
+        lb: &'static [usize],
+        rb: &'static [usize],
+    }
+    let cases = [
+        // W4-like: [B, 4] · [4] per environment; W2-like: [120, 10] · [10].
+        Case { l: &[7, 4], r: &[4], lc: &[1], rc: &[0], lb: &[], rb: &[] },
+        Case { l: &[120, 10], r: &[10], lc: &[1], rc: &[0], lb: &[], rb: &[] },
+        // Contracting first on the lhs, last on the rhs; two contracting dims (4·3 = 12).
+        Case { l: &[5, 6], r: &[3, 5], lc: &[0], rc: &[1], lb: &[], rb: &[] },
+        Case { l: &[4, 2, 3], r: &[3, 7, 4], lc: &[0, 2], rc: &[2, 0], lb: &[], rb: &[] },
+        // Batch dims not in front.
+        Case { l: &[6, 2, 5], r: &[5, 2, 3], lc: &[2], rc: &[0], lb: &[1], rb: &[1] },
+        Case { l: &[3, 16], r: &[16, 3], lc: &[1], rc: &[0], lb: &[0], rb: &[1] },
+    ];
+    for c in &cases {
+        for (dt, pref) in
+            [(DType::F32, None), (DType::F64, None), (DType::I32, None), (DType::F32, Some(DType::F64))]
+        {
+            let mut f = Function::new();
+            let x = f.add_param(TensorType::new(dt, Shape::new(c.l)));
+            let y = f.add_param(TensorType::new(dt, Shape::new(c.r)));
+            // A fused producer on each side.
+            let x2 = push(&mut f, Prim::Binary(BinaryOp::Add), &[x, x]);
+            let ny = push(&mut f, Prim::Unary(UnaryOp::Neg), &[y]);
+            let d = push(
+                &mut f,
+                Prim::DotGeneral {
+                    lhs_contracting: c.lc.to_vec(),
+                    rhs_contracting: c.rc.to_vec(),
+                    lhs_batch: c.lb.to_vec(),
+                    rhs_batch: c.rb.to_vec(),
+                    preferred_element_type: pref,
+                },
+                &[x2, ny],
+            );
+            f.outputs.push(d);
+            let arr = |dims: &[usize], seed: u64| {
+                let n: usize = dims.iter().product();
+                let v = f32s(n, seed);
+                match dt {
+                    DType::F32 => Array::from_vec(dims, v),
+                    DType::F64 => {
+                        Array::from_vec(dims, v.iter().map(|&a| a as f64 * 1.1).collect::<Vec<_>>())
+                    }
+                    _ => Array::from_vec(dims, v.iter().map(|&a| (a * 1e4) as i32).collect::<Vec<_>>()),
+                }
+            };
+            let (got, want) = both(&f, &[arr(c.l, 1), arr(c.r, 2)]);
+            assert!(got[0].bitwise_eq(&want[0]), "{dt:?}\n{f}\n jit  {:?}\n want {:?}", got[0], want[0]);
+        }
+    }
+}

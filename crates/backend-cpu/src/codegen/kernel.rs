@@ -449,9 +449,11 @@ impl<'a, 'b> Emitter<'a, 'b> {
             Prim::ArgReduce { op, axis, index_dtype } => self.arg_reduce(e, *op, *axis, *index_dtype, idx),
             Prim::Gather { axis, batch_dims, mode } => self.gather(e, *axis, *batch_dims, *mode, idx),
             Prim::StopGradient => self.value(ins[0], idx),
+            Prim::DotGeneral { lhs_contracting, rhs_contracting, lhs_batch, rhs_batch, .. } => {
+                self.small_dot(e, (lhs_contracting, rhs_contracting), (lhs_batch, rhs_batch), idx)
+            }
             Prim::Cumulative { .. }
             | Prim::Sort { .. }
-            | Prim::DotGeneral { .. }
             | Prim::Scatter { .. }
             | Prim::SegmentSum { .. }
             | Prim::Threefry2x32
@@ -465,6 +467,65 @@ impl<'a, 'b> Emitter<'a, 'b> {
                 Err(CompileError::Codegen(format!("{} reached a kernel (fusion bug)", e.prim.name())))
             }
         }
+    }
+
+    /// A small `dot_general` (a kernel root, see [`crate::fusion::SMALL_DOT_CONTRACTION`]): the
+    /// output index is (batch, lhs free, rhs free); the value is `0 + l·r + l·r + ...` over the
+    /// contracting indices in row-major order of `lhs_contracting` — the interpreter's fold, so
+    /// bitwise equal — in the result dtype (operands converted first, as the interpreter does).
+    fn small_dot(
+        &mut self,
+        e: &'a Eqn,
+        (lc, rc): (&[usize], &[usize]),
+        (lb, rb): (&[usize], &[usize]),
+        idx: &[Value],
+    ) -> R<Value> {
+        let f = self.f;
+        let (l, r) = (e.inputs[0], e.inputs[1]);
+        let (lt, rt) = (f.var_type(l).clone(), f.var_type(r).clone());
+        let (in_dt, out_dt) = (lt.dtype, f.dtype(e.outputs[0]));
+        let free = |rank: usize, c: &[usize], b: &[usize]| -> Vec<usize> {
+            (0..rank).filter(|d| !c.contains(d) && !b.contains(d)).collect()
+        };
+        let (lf, rf) = (free(lt.rank(), lc, lb), free(rt.rank(), rc, rb));
+        let zero = self.iconst(0);
+        let (mut li, mut ri) = (vec![zero; lt.rank()], vec![zero; rt.rank()]);
+        let mut k = 0;
+        for (&a, &b) in lb.iter().zip(rb) {
+            (li[a], ri[b]) = (idx[k], idx[k]);
+            k += 1;
+        }
+        for &d in &lf {
+            li[d] = idx[k];
+            k += 1;
+        }
+        for &d in &rf {
+            ri[d] = idx[k];
+            k += 1;
+        }
+        let acc = self.b.declare_var(clif_type(out_dt));
+        let init = scalar::reduce_identity(self, kiln_ir::ReduceOp::Sum, out_dt);
+        self.b.def_var(acc, init);
+        let c_dims: Vec<usize> = lc.iter().map(|&d| lt.shape[d]).collect();
+        self.for_each_index(&c_dims, &mut |s, cidx| {
+            let (mut li, mut ri) = (li.clone(), ri.clone());
+            for (p, (&a, &b)) in lc.iter().zip(rc).enumerate() {
+                (li[a], ri[b]) = (cidx[p], cidx[p]);
+            }
+            let x = s.value(l, &li)?;
+            let y = s.value(r, &ri)?;
+            let (x, y) = if in_dt == out_dt {
+                (x, y)
+            } else {
+                (scalar::convert(s, in_dt, out_dt, x), scalar::convert(s, in_dt, out_dt, y))
+            };
+            let p = scalar::binary(s, kiln_ir::BinaryOp::Mul, out_dt, x, y)?;
+            let a = s.b.use_var(acc);
+            let sum = scalar::binary(s, kiln_ir::BinaryOp::Add, out_dt, a, p)?;
+            s.b.def_var(acc, sum);
+            Ok(())
+        })?;
+        Ok(self.b.use_var(acc))
     }
 
     fn dynamic_update_slice(&mut self, e: &'a Eqn, idx: &[Value]) -> R<Value> {
