@@ -6,8 +6,16 @@
 //! is *lane-varying* when its innermost index moves with the output's (loaded with one vector load,
 //! stride 1), or *lane-invariant* when a broadcast (or iota along another axis, or a rank-0 bound)
 //! drops the innermost index (computed once by the scalar path and splatted). Whatever the check
-//! rejects (gather, pad, concatenate, rev of the last axis, dynamic slices, strided slices or
-//! transposes of the last axis, mixed widths, bool leaves or outputs) keeps the scalar loop nest.
+//! rejects (gather, rev of the last axis, dynamic slices, strided slices or transposes of the last
+//! axis, interior padding of the last axis, mixed widths, bool leaves or outputs, more than
+//! `MAX_SEGMENTS` segments) keeps the scalar loop nest. The check lives in [`super::check`], the
+//! per-primitive vector table in [`super::vwalk`].
+//!
+//! **Segments**: concatenates and pads along the innermost axis (rolls, stencil borders, the pads
+//! of slice transposes) split each row at static breakpoints into segments inside which each of
+//! them reads one operand or the pad value ([`super::check::Checker`]); every segment gets its own
+//! vector loop and scalar remainder, segments shorter than a vector step only the scalar loop.
+//! Along other axes they are lane-invariant selects.
 //! Bools inside a vector kernel are comparison masks, lane-width integers (all ones for true).
 //!
 //! Loop shape for one innermost row `[start, end)` (`lo..hi` for a rank-1 output):
@@ -19,7 +27,8 @@
 //! than Cranelift's vector `fmin`/`fmax`; integer division and shifts go lane by lane through the
 //! scalar code (x86 has no vector division, Cranelift's vector shifts take one scalar amount);
 //! reductions over non-innermost axes keep one sequential accumulator per lane, in the
-//! interpreter's order.
+//! interpreter's order — except float sums/products longer than [`pairwise::BLOCK`], which are
+//! blocked-pairwise on every path (see [`super::pairwise`] for the error bound).
 //!
 //! **Innermost-axis reductions** (row sums, full sums: a root `reduce` whose axes include the
 //! input's last axis) run `UNROLL_REDUCE` vector accumulators over the row and combine them at the
