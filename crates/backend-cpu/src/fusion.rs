@@ -6,7 +6,8 @@
 //! kernel can express as "value at an output index" is inlined into its consumer when its result has
 //! exactly one use and that use is itself in a kernel; broadcasts and iotas, which cost nothing to
 //! recompute, are inlined into every kernel consumer. Reductions are always kernel roots (inlining
-//! them would recompute a whole loop per consumer element).
+//! them would recompute a whole loop per consumer element), and so are `dot_general`s with a small
+//! contracting size ([`SMALL_DOT_CONTRACTION`]); larger ones are gemm runtime steps.
 
 use kiln_ir::{Function, Prim};
 
@@ -32,8 +33,19 @@ enum Lowering {
     Runtime,
 }
 
-fn lowering(prim: &Prim) -> Lowering {
-    match prim {
+/// The largest contracting size (product of the contracting dimensions) at which a `dot_general`
+/// is a kernel root — each output element a sequential sum over the contracting indices, producers
+/// fused in — instead of a gemm runtime step, whose operand packing and call cost dominate such
+/// small products (a 4-element dot per environment, a `[120,10]·[10]` per scan step).
+pub(crate) const SMALL_DOT_CONTRACTION: usize = 16;
+
+fn lowering(f: &Function, e: &kiln_ir::Eqn) -> Lowering {
+    match &e.prim {
+        Prim::DotGeneral { lhs_contracting, .. } => {
+            let lhs = f.var_type(e.inputs[0]);
+            let k: usize = lhs_contracting.iter().map(|&d| lhs.shape[d]).product();
+            if k <= SMALL_DOT_CONTRACTION { Lowering::RootOnly } else { Lowering::Runtime }
+        }
         Prim::Unary(_)
         | Prim::Binary(_)
         | Prim::Compare(_)
@@ -58,7 +70,6 @@ fn lowering(prim: &Prim) -> Lowering {
         // kernel computing each element independently.
         Prim::Cumulative { .. }
         | Prim::Sort { .. }
-        | Prim::DotGeneral { .. }
         | Prim::Scatter { .. }
         | Prim::SegmentSum { .. }
         | Prim::Threefry2x32
@@ -92,6 +103,17 @@ fn rereads(f: &Function, e: &kiln_ir::Eqn, slot: usize) -> bool {
         Prim::Concatenate { .. } => e.inputs.len() > 1,
         Prim::Pad { .. } => grows,
         Prim::Gather { .. } => slot == 0,
+        // Each operand element is read once per free index of the other operand.
+        Prim::DotGeneral { lhs_contracting, rhs_contracting, lhs_batch, rhs_batch, .. } => {
+            let (other, c, b) = if slot == 0 {
+                (e.inputs[1], rhs_contracting, rhs_batch)
+            } else {
+                (e.inputs[0], lhs_contracting, lhs_batch)
+            };
+            let t = f.var_type(other);
+            (0..t.rank()).filter(|d| !c.contains(d) && !b.contains(d)).map(|d| t.shape[d]).product::<usize>()
+                > 1
+        }
         // One read per operand element at most.
         Prim::Iota { .. }
         | Prim::Reshape { .. }
@@ -104,7 +126,6 @@ fn rereads(f: &Function, e: &kiln_ir::Eqn, slot: usize) -> bool {
         | Prim::Cumulative { .. }
         | Prim::StopGradient
         | Prim::Sort { .. }
-        | Prim::DotGeneral { .. }
         | Prim::Scatter { .. }
         | Prim::SegmentSum { .. }
         | Prim::Threefry2x32
@@ -188,7 +209,7 @@ pub(crate) fn assign(f: &Function) -> Vec<Role> {
     // Consumers come after producers, so walking backwards decides every consumer first.
     for i in (0..f.eqns.len()).rev() {
         let e = &f.eqns[i];
-        roles[i] = match lowering(&e.prim) {
+        roles[i] = match lowering(f, e) {
             Lowering::Runtime => Role::Runtime,
             Lowering::RootOnly => Role::Kernel,
             Lowering::Inlinable => {

@@ -63,3 +63,24 @@ fn a_costly_producer_below_a_cheap_repeated_one_is_materialized() {
       in (c,) }";
     check(src, &[v(&[0.5, -1.0, 0.0])], 2);
 }
+
+#[test]
+fn small_dots_are_kernels_with_producers_fused_and_large_ones_gemm_steps() {
+    // K = 4 ≤ 16: the dot is one kernel with both cheap producers fused in (`neg s` is re-read once
+    // per output row, which fusion allows for cheap ops).
+    let src = "{ lambda w:f32[3,4] s:f32[5,4] . let
+        w2:f32[3,4] = add w w
+        t:f32[5,4] = neg s
+        d:f32[3,5] = dot_general[lhs_contracting=(1,) rhs_contracting=(1,) lhs_batch=() rhs_batch=() preferred_element_type=none] w2 t
+      in (d,) }";
+    let w = Array::from_vec(&[3, 4], (0..12).map(|i| i as f32 * 0.5 - 2.0).collect::<Vec<_>>());
+    let s = Array::from_vec(&[5, 4], (0..20).map(|i| 1.0 / (i as f32 + 1.0)).collect::<Vec<_>>());
+    check(src, &[w, s], 1);
+    // K = 17: a gemm step; its operands are materialized by their own kernels.
+    let src = "{ lambda w:f32[3,17] s:f32[5,17] . let
+        w2:f32[3,17] = add w w
+        d:f32[3,5] = dot_general[lhs_contracting=(1,) rhs_contracting=(1,) lhs_batch=() rhs_batch=() preferred_element_type=none] w2 s
+      in (d,) }";
+    let f = parse(src).unwrap();
+    assert_eq!(compile(&f).unwrap().kernel_count(), 1, "only the add is a kernel");
+}

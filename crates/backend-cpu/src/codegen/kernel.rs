@@ -1,7 +1,7 @@
 //! Builds one kernel: the scalar loop nest over the root's output and the per-primitive `value` table
 //! (the vector path, when the kernel qualifies, is in [`super::vector`]).
 
-use super::scalar;
+use super::{pairwise, scalar};
 use crate::CompileError;
 use cranelift_codegen::ir::{
     AbiParam, FuncRef, Function as ClifFunction, InstBuilder, MemFlagsData, Type, Value, condcodes::IntCC,
@@ -116,11 +116,12 @@ impl<'a, 'b> Emitter<'a, 'b> {
         self.for_range_from(zero, n, body)
     }
 
-    /// `for i in lo..hi { body(i) }` with i64 bounds.
-    pub(super) fn for_range_from(
+    /// `for i in (lo..hi).step_by(step)` with i64 bounds.
+    pub(super) fn for_step_by(
         &mut self,
         lo: Value,
-        n: Value,
+        hi: Value,
+        step: i64,
         body: &mut dyn FnMut(&mut Self, Value) -> R<()>,
     ) -> R<()> {
         let var = self.b.declare_var(types::I64);
@@ -129,15 +130,25 @@ impl<'a, 'b> Emitter<'a, 'b> {
         self.b.ins().jump(header, &[]);
         self.b.switch_to_block(header);
         let i = self.b.use_var(var);
-        let more = self.b.ins().icmp(IntCC::SignedLessThan, i, n);
+        let more = self.b.ins().icmp(IntCC::SignedLessThan, i, hi);
         self.b.ins().brif(more, body_blk, &[], exit, &[]);
         self.b.switch_to_block(body_blk);
         body(self, i)?;
-        let next = self.b.ins().iadd_imm_s(i, 1);
+        let next = self.b.ins().iadd_imm_s(i, step);
         self.b.def_var(var, next);
         self.b.ins().jump(header, &[]);
         self.b.switch_to_block(exit);
         Ok(())
+    }
+
+    /// `for i in lo..hi` with i64 bounds.
+    pub(super) fn for_range_from(
+        &mut self,
+        lo: Value,
+        n: Value,
+        body: &mut dyn FnMut(&mut Self, Value) -> R<()>,
+    ) -> R<()> {
+        self.for_step_by(lo, n, 1, body)
     }
 
     /// Row-major nested loops over `dims`, calling `body` with the multi-index.
@@ -389,27 +400,60 @@ impl<'a, 'b> Emitter<'a, 'b> {
                 let init = scalar::reduce_identity(self, *op, dt(0));
                 self.b.def_var(acc, init);
                 let x = ins[0];
-                self.for_each_index(&red_dims, &mut |s, ridx| {
-                    let full: Vec<Value> = (0..in_dims.len())
+                let full = |ridx: &[Value]| -> Vec<Value> {
+                    (0..in_dims.len())
                         .map(|d| match reduced.iter().position(|&r| r == d) {
                             Some(k) => ridx[k],
                             None => idx[kept.iter().position(|&q| q == d).expect("kept dim")],
                         })
-                        .collect();
-                    let v = s.value(x, &full)?;
-                    let a = s.b.use_var(acc);
-                    let c = scalar::reduce_combine(s, *op, dt(0), a, v);
-                    s.b.def_var(acc, c);
-                    Ok(())
+                        .collect()
+                };
+                let total: usize = red_dims.iter().product();
+                if !(pairwise::blocked(*op, dt(0)) && total as i64 > pairwise::BLOCK) {
+                    // Exact in any order, or short: the interpreter's left fold.
+                    self.for_each_index(&red_dims, &mut |s, ridx| {
+                        let v = s.value(x, &full(ridx))?;
+                        let a = s.b.use_var(acc);
+                        let c = scalar::reduce_combine(s, *op, dt(0), a, v);
+                        s.b.def_var(acc, c);
+                        Ok(())
+                    })?;
+                    return Ok(self.b.use_var(acc));
+                }
+                // Long float sums/products: blocks of the innermost reduced axis, combined pairwise.
+                let pw = pairwise::Pairwise::new(self, ty, *op);
+                let (outer, m) = (&red_dims[..red_dims.len() - 1], red_dims[red_dims.len() - 1] as i64);
+                self.for_each_index(outer, &mut |s, oidx| {
+                    let (start, end) = (s.iconst(0), s.iconst(m));
+                    s.for_step_by(start, end, pairwise::BLOCK, &mut |s, c| {
+                        let bend = s.b.ins().iadd_imm_s(c, pairwise::BLOCK);
+                        let bend = s.b.ins().smin(bend, end);
+                        let init = scalar::reduce_identity(s, *op, dt(0));
+                        s.b.def_var(acc, init);
+                        s.for_range_from(c, bend, &mut |s, j| {
+                            let mut ridx = oidx.to_vec();
+                            ridx.push(j);
+                            let v = s.value(x, &full(&ridx))?;
+                            let a = s.b.use_var(acc);
+                            let c = scalar::reduce_combine(s, *op, dt(0), a, v);
+                            s.b.def_var(acc, c);
+                            Ok(())
+                        })?;
+                        let a = s.b.use_var(acc);
+                        pw.push(s, a)
+                    })
                 })?;
-                Ok(self.b.use_var(acc))
+                let init = scalar::reduce_identity(self, *op, dt(0));
+                pw.finish(self, init)
             }
             Prim::ArgReduce { op, axis, index_dtype } => self.arg_reduce(e, *op, *axis, *index_dtype, idx),
             Prim::Gather { axis, batch_dims, mode } => self.gather(e, *axis, *batch_dims, *mode, idx),
             Prim::StopGradient => self.value(ins[0], idx),
+            Prim::DotGeneral { lhs_contracting, rhs_contracting, lhs_batch, rhs_batch, .. } => {
+                self.small_dot(e, (lhs_contracting, rhs_contracting), (lhs_batch, rhs_batch), idx)
+            }
             Prim::Cumulative { .. }
             | Prim::Sort { .. }
-            | Prim::DotGeneral { .. }
             | Prim::Scatter { .. }
             | Prim::SegmentSum { .. }
             | Prim::Threefry2x32
@@ -423,6 +467,65 @@ impl<'a, 'b> Emitter<'a, 'b> {
                 Err(CompileError::Codegen(format!("{} reached a kernel (fusion bug)", e.prim.name())))
             }
         }
+    }
+
+    /// A small `dot_general` (a kernel root, see [`crate::fusion::SMALL_DOT_CONTRACTION`]): the
+    /// output index is (batch, lhs free, rhs free); the value is `0 + l·r + l·r + ...` over the
+    /// contracting indices in row-major order of `lhs_contracting` — the interpreter's fold, so
+    /// bitwise equal — in the result dtype (operands converted first, as the interpreter does).
+    fn small_dot(
+        &mut self,
+        e: &'a Eqn,
+        (lc, rc): (&[usize], &[usize]),
+        (lb, rb): (&[usize], &[usize]),
+        idx: &[Value],
+    ) -> R<Value> {
+        let f = self.f;
+        let (l, r) = (e.inputs[0], e.inputs[1]);
+        let (lt, rt) = (f.var_type(l).clone(), f.var_type(r).clone());
+        let (in_dt, out_dt) = (lt.dtype, f.dtype(e.outputs[0]));
+        let free = |rank: usize, c: &[usize], b: &[usize]| -> Vec<usize> {
+            (0..rank).filter(|d| !c.contains(d) && !b.contains(d)).collect()
+        };
+        let (lf, rf) = (free(lt.rank(), lc, lb), free(rt.rank(), rc, rb));
+        let zero = self.iconst(0);
+        let (mut li, mut ri) = (vec![zero; lt.rank()], vec![zero; rt.rank()]);
+        let mut k = 0;
+        for (&a, &b) in lb.iter().zip(rb) {
+            (li[a], ri[b]) = (idx[k], idx[k]);
+            k += 1;
+        }
+        for &d in &lf {
+            li[d] = idx[k];
+            k += 1;
+        }
+        for &d in &rf {
+            ri[d] = idx[k];
+            k += 1;
+        }
+        let acc = self.b.declare_var(clif_type(out_dt));
+        let init = scalar::reduce_identity(self, kiln_ir::ReduceOp::Sum, out_dt);
+        self.b.def_var(acc, init);
+        let c_dims: Vec<usize> = lc.iter().map(|&d| lt.shape[d]).collect();
+        self.for_each_index(&c_dims, &mut |s, cidx| {
+            let (mut li, mut ri) = (li.clone(), ri.clone());
+            for (p, (&a, &b)) in lc.iter().zip(rc).enumerate() {
+                (li[a], ri[b]) = (cidx[p], cidx[p]);
+            }
+            let x = s.value(l, &li)?;
+            let y = s.value(r, &ri)?;
+            let (x, y) = if in_dt == out_dt {
+                (x, y)
+            } else {
+                (scalar::convert(s, in_dt, out_dt, x), scalar::convert(s, in_dt, out_dt, y))
+            };
+            let p = scalar::binary(s, kiln_ir::BinaryOp::Mul, out_dt, x, y)?;
+            let a = s.b.use_var(acc);
+            let sum = scalar::binary(s, kiln_ir::BinaryOp::Add, out_dt, a, p)?;
+            s.b.def_var(acc, sum);
+            Ok(())
+        })?;
+        Ok(self.b.use_var(acc))
     }
 
     fn dynamic_update_slice(&mut self, e: &'a Eqn, idx: &[Value]) -> R<Value> {

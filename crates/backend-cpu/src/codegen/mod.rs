@@ -10,10 +10,14 @@
 //! their contiguous innermost loop on 128-bit vectors instead ([`vector`], arithmetic in [`vops`]),
 //! with transcendentals strip-mined into tiles for the [`crate::vmath`] tile functions.
 
+mod check;
+mod elem_calls;
 mod kernel;
+mod pairwise;
 mod scalar;
 mod vector;
 mod vops;
+mod vwalk;
 
 use crate::CompileError;
 use cranelift_codegen::ir::{AbiParam, types};
@@ -78,8 +82,10 @@ impl Jit {
             .finish(settings::Flags::new(flags))
             .map_err(|e| err(&e))?;
         let mut builder = JITBuilder::with_isa(isa, default_libcall_names());
-        for (name, ptr) in
-            crate::runtime::math::symbols().into_iter().chain(crate::runtime::math::tile_symbols())
+        for (name, ptr) in crate::runtime::math::symbols()
+            .into_iter()
+            .chain(crate::runtime::math::tile_symbols())
+            .chain(elem_calls::symbols())
         {
             builder.symbol(name, ptr);
         }

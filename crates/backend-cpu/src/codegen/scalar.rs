@@ -90,9 +90,13 @@ pub(super) fn unary(s: &mut Emitter, op: UnaryOp, dt: DType, x: Value) -> R<Valu
             | UnaryOp::Sin
             | UnaryOp::Cos
             | UnaryOp::Tanh
-            | UnaryOp::Logistic
-            | UnaryOp::Erf
-            | UnaryOp::ErfInv => call1(s, name, dt, x)?,
+            | UnaryOp::Logistic => {
+                // vmath's element kernel: the vector path's bits at one call per element.
+                let func = super::check::tile_func(op).expect("vmath covers this op");
+                let sym = super::elem_calls::elem_name(func, dt == DType::F64);
+                s.call(sym, clif_type(dt), &[x])?
+            }
+            UnaryOp::Erf | UnaryOp::ErfInv => call1(s, name, dt, x)?,
             UnaryOp::IsFinite => {
                 let a = s.b.ins().fabs(x);
                 let inf = fconst(s, dt, f64::INFINITY);

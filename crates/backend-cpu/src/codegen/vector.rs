@@ -6,8 +6,16 @@
 //! is *lane-varying* when its innermost index moves with the output's (loaded with one vector load,
 //! stride 1), or *lane-invariant* when a broadcast (or iota along another axis, or a rank-0 bound)
 //! drops the innermost index (computed once by the scalar path and splatted). Whatever the check
-//! rejects (gather, pad, concatenate, rev of the last axis, dynamic slices, strided slices or
-//! transposes of the last axis, mixed widths, bool leaves or outputs) keeps the scalar loop nest.
+//! rejects (gather, rev of the last axis, dynamic slices, strided slices or transposes of the last
+//! axis, interior padding of the last axis, mixed widths, bool leaves or outputs, more than
+//! `MAX_SEGMENTS` segments) keeps the scalar loop nest. The check lives in [`super::check`], the
+//! per-primitive vector table in [`super::vwalk`].
+//!
+//! **Segments**: concatenates and pads along the innermost axis (rolls, stencil borders, the pads
+//! of slice transposes) split each row at static breakpoints into segments inside which each of
+//! them reads one operand or the pad value ([`super::check::Checker`]); every segment gets its own
+//! vector loop and scalar remainder, segments shorter than a vector step only the scalar loop.
+//! Along other axes they are lane-invariant selects.
 //! Bools inside a vector kernel are comparison masks, lane-width integers (all ones for true).
 //!
 //! Loop shape for one innermost row `[start, end)` (`lo..hi` for a rank-1 output):
@@ -19,7 +27,8 @@
 //! than Cranelift's vector `fmin`/`fmax`; integer division and shifts go lane by lane through the
 //! scalar code (x86 has no vector division, Cranelift's vector shifts take one scalar amount);
 //! reductions over non-innermost axes keep one sequential accumulator per lane, in the
-//! interpreter's order.
+//! interpreter's order — except float sums/products longer than [`pairwise::BLOCK`], which are
+//! blocked-pairwise on every path (see [`super::pairwise`] for the error bound).
 //!
 //! **Innermost-axis reductions** (row sums, full sums: a root `reduce` whose axes include the
 //! input's last axis) run `UNROLL_REDUCE` vector accumulators over the row and combine them at the
@@ -50,15 +59,11 @@
 //! by hand buys nothing; the unrolled loop body is one block, so each constant is loaded once per
 //! `U·L` elements (see `shared/research/tech-cranelift-egg.md` §1.3).
 
+use super::check::{Checker, Mode, Occ};
 use super::kernel::{Emitter, R, clif_type, mem};
-use super::scalar;
-use crate::CompileError;
-use crate::vmath::Func;
-use cranelift_codegen::ir::{
-    AbiParam, InstBuilder, StackSlot, StackSlotData, StackSlotKind, Type, Value, types,
-};
-use cranelift_module::{Linkage, Module};
-use kiln_ir::{DType, Eqn, Function, Prim, ReduceOp, UnaryOp, Var};
+use super::{pairwise, scalar};
+use cranelift_codegen::ir::{InstBuilder, StackSlot, StackSlotData, StackSlotKind, Type, Value, types};
+use kiln_ir::{DType, Eqn, Prim, ReduceOp, Var};
 use std::collections::HashMap;
 
 /// Elements per transcendental tile (a multiple of every `U·L`): 1–2 KiB per buffer, L1-resident.
@@ -72,231 +77,53 @@ pub(super) const UNROLL_REDUCE: usize = 4;
 /// More tiled occurrences than this (stack buffers of `TILE` elements each) fall back to spill calls.
 const MAX_TILED: usize = 32;
 
-/// The vmath function behind a unary op, if any.
-pub(super) fn tile_func(op: UnaryOp) -> Option<Func> {
-    match op {
-        UnaryOp::Exp => Some(Func::Exp),
-        UnaryOp::Expm1 => Some(Func::Expm1),
-        UnaryOp::Log => Some(Func::Log),
-        UnaryOp::Log1p => Some(Func::Log1p),
-        UnaryOp::Sin => Some(Func::Sin),
-        UnaryOp::Cos => Some(Func::Cos),
-        UnaryOp::Tanh => Some(Func::Tanh),
-        UnaryOp::Logistic => Some(Func::Logistic),
-        UnaryOp::Neg
-        | UnaryOp::Abs
-        | UnaryOp::Sign
-        | UnaryOp::Not
-        | UnaryOp::Floor
-        | UnaryOp::Ceil
-        | UnaryOp::Round
-        | UnaryOp::RoundEven
-        | UnaryOp::Sqrt
-        | UnaryOp::Rsqrt
-        | UnaryOp::Erf
-        | UnaryOp::ErfInv
-        | UnaryOp::IsFinite => None,
-    }
-}
-
-/// How one transcendental occurrence (a visit of the walk, in pre-order) is computed on vectors.
-#[derive(Clone, Copy, Debug)]
-enum Mode {
-    /// Through a tile buffer; its argument is computed in pass `pass` (1-based).
-    Tiled { pass: usize },
-    /// Spill the vector to the stack and call the tile function on its `L` lanes.
-    Spill,
-}
-
-#[derive(Clone, Copy, Debug)]
-struct Occ {
-    mode: Mode,
-    /// Occurrences inside its argument (skipped when the walk reads the buffer instead).
-    inner: usize,
-    func: Func,
-    dt: DType,
-}
+/// More segments than this (concatenates/pads along the innermost axis with many pieces) keep
+/// the scalar loop nest: each segment is its own copy of the loop.
+const MAX_SEGMENTS: usize = 32;
 
 /// State of the vector walk, kept in the [`Emitter`].
 #[derive(Default)]
 pub(super) struct VState {
     /// Lanes per vector (0 when the kernel is scalar).
-    lanes: usize,
+    pub(super) lanes: usize,
     /// Element width in bytes of every lane-varying value.
-    width: usize,
-    occs: Vec<Occ>,
+    pub(super) width: usize,
+    pub(super) occs: Vec<Occ>,
     /// Tile buffers of the tiled occurrences (by occurrence).
-    bufs: HashMap<usize, StackSlot>,
+    pub(super) bufs: HashMap<usize, StackSlot>,
     /// Passes before the final one.
-    passes: usize,
+    pub(super) passes: usize,
     /// The pass being emitted (1-based; `passes + 1` is the final pass).
-    pass: usize,
+    pub(super) pass: usize,
     /// The next occurrence's number in the current walk.
-    next: usize,
+    pub(super) next: usize,
     /// Whether the walk is inside the argument of an occurrence of the current (non-final) pass.
-    needed: bool,
+    pub(super) needed: bool,
     /// Element offset of the current vector inside its tile.
-    rel: Option<Value>,
+    pub(super) rel: Option<Value>,
     /// 16-byte stack slot for spill calls.
-    spill: Option<StackSlot>,
+    pub(super) spill: Option<StackSlot>,
     /// (max tiled pass, occurrence count) of each inlined variable's tree, memoized.
-    summary: HashMap<Var, (usize, usize)>,
-}
-
-/// The static vectorizability check: walks the fused tree in the emitter's order, assigning
-/// transcendental occurrences their mode and unifying the lane width.
-struct Checker<'a> {
-    f: &'a Function,
-    inline: &'a [Option<usize>],
-    width: Option<usize>,
-    occs: Vec<Occ>,
-    /// Depth of lane-varying reductions enclosing the current node.
-    in_reduce: usize,
-}
-
-impl Checker<'_> {
-    fn unify(&mut self, dt: DType) -> Option<()> {
-        let w = match dt {
-            DType::F32 | DType::F64 | DType::I32 | DType::U32 => dt.size_bytes(),
-            DType::Bool => return None,
-        };
-        match self.width {
-            None => self.width = Some(w),
-            Some(x) if x == w => {}
-            Some(_) => return None,
-        }
-        Some(())
-    }
-
-    /// Checks `v` reached lane-varying; returns the last tiled pass its tree needs (0: none).
-    fn var(&mut self, v: Var) -> Option<usize> {
-        match self.inline[v.index()] {
-            Some(p) => self.eqn(&self.f.eqns[p]),
-            None if self.f.var_type(v).rank() == 0 => None,
-            None => {
-                self.unify(self.f.dtype(v))?;
-                Some(0)
-            }
-        }
-    }
-
-    /// Checks `v` reached with the innermost index dropped unless `varying`.
-    fn maybe(&mut self, v: Var, varying: bool) -> Option<usize> {
-        if varying { self.var(v) } else { Some(0) }
-    }
-
-    fn eqn(&mut self, e: &Eqn) -> Option<usize> {
-        let f = self.f;
-        let ins = &e.inputs;
-        let out_dt = f.dtype(e.outputs[0]);
-        let in_dt = |k: usize| f.dtype(ins[k]);
-        let rank = |v: Var| f.var_type(v).rank();
-        let dims = |v: Var| f.var_type(v).shape.dims().to_vec();
-        if out_dt != DType::Bool {
-            self.unify(out_dt)?;
-        }
-        match &e.prim {
-            Prim::Unary(op) => {
-                if let (Some(func), true) = (tile_func(*op), in_dt(0).is_float()) {
-                    let k = self.occs.len();
-                    self.occs.push(Occ { mode: Mode::Spill, inner: 0, func, dt: in_dt(0) });
-                    let d = self.var(ins[0])?;
-                    let inner = self.occs.len() - k - 1;
-                    let (mode, pass) = if self.in_reduce > 0 {
-                        (Mode::Spill, d)
-                    } else {
-                        (Mode::Tiled { pass: d + 1 }, d + 1)
-                    };
-                    self.occs[k].mode = mode;
-                    self.occs[k].inner = inner;
-                    return Some(pass);
-                }
-                self.var(ins[0])
-            }
-            Prim::Binary(_) => Some(self.var(ins[0])?.max(self.var(ins[1])?)),
-            Prim::Compare(_) if in_dt(0) == DType::Bool => None,
-            Prim::Compare(_) => Some(self.var(ins[0])?.max(self.var(ins[1])?)),
-            Prim::Select if out_dt == DType::Bool => None,
-            Prim::Select => {
-                let p = self.maybe(ins[0], rank(ins[0]) > 0)?;
-                Some(p.max(self.var(ins[1])?).max(self.var(ins[2])?))
-            }
-            Prim::Clamp => {
-                let lo = self.maybe(ins[0], rank(ins[0]) > 0)?;
-                let x = self.var(ins[1])?;
-                Some(lo.max(x).max(self.maybe(ins[2], rank(ins[2]) > 0)?))
-            }
-            Prim::ConvertElementType { .. } | Prim::BitcastConvertType { .. } | Prim::StopGradient => {
-                self.var(ins[0])
-            }
-            Prim::Iota { dtype: DType::Bool, .. } => None,
-            Prim::Iota { .. } => Some(0),
-            Prim::BroadcastInDim { broadcast_dimensions, .. } => {
-                let out_rank = rank(e.outputs[0]);
-                let varying = broadcast_dimensions.last() == Some(&(out_rank - 1))
-                    && dims(ins[0]).last().is_some_and(|&n| n != 1);
-                self.maybe(ins[0], varying)
-            }
-            Prim::Reshape { .. } => {
-                let (i, o) = (dims(ins[0]), dims(e.outputs[0]));
-                match (i.last(), o.last()) {
-                    (None, _) => Some(0),
-                    (Some(a), Some(b)) if a == b => self.var(ins[0]),
-                    _ => None,
-                }
-            }
-            Prim::Transpose { permutation } => {
-                if permutation.last() == Some(&(permutation.len() - 1)) {
-                    self.var(ins[0])
-                } else {
-                    None
-                }
-            }
-            Prim::Slice { strides, .. } => {
-                if strides.last() == Some(&1) {
-                    self.var(ins[0])
-                } else {
-                    None
-                }
-            }
-            Prim::Reduce { axes, .. } => {
-                let r = rank(ins[0]);
-                if r == 0 || axes.contains(&(r - 1)) || in_dt(0) == DType::Bool {
-                    return None;
-                }
-                self.in_reduce += 1;
-                let d = self.var(ins[0]);
-                self.in_reduce -= 1;
-                d.map(|_| 0)
-            }
-            Prim::Rev { .. }
-            | Prim::DynamicSlice { .. }
-            | Prim::DynamicUpdateSlice
-            | Prim::Concatenate { .. }
-            | Prim::Pad { .. }
-            | Prim::ArgReduce { .. }
-            | Prim::Cumulative { .. }
-            | Prim::Gather { .. }
-            | Prim::Sort { .. }
-            | Prim::DotGeneral { .. }
-            | Prim::Scatter { .. }
-            | Prim::SegmentSum { .. }
-            | Prim::Threefry2x32
-            | Prim::CustomJvpCall { .. }
-            | Prim::CustomVjpCall { .. }
-            | Prim::Scan { .. }
-            | Prim::WhileLoop { .. }
-            | Prim::Cond { .. }
-            | Prim::Call { .. }
-            | Prim::Checkpoint { .. } => None,
-        }
-    }
+    pub(super) summary: HashMap<Var, (usize, usize)>,
+    /// The root innermost-index range `[a, b)` of the segment being emitted (see [`Checker`]).
+    pub(super) seg: (i64, i64),
+    /// Innermost-index offset of the node being walked relative to the root's.
+    pub(super) shift: i64,
 }
 
 /// An innermost-axis reduction at the root (see the module docs).
 struct ReduceRoot {
     op: ReduceOp,
     x: Var,
+}
+
+/// The segments `[a, b)` of `0..n` between the sorted distinct breakpoints inside it.
+fn segments(mut breaks: Vec<i64>, n: i64) -> Vec<(i64, i64)> {
+    breaks.retain(|&x| x > 0 && x < n);
+    breaks.extend([0, n]);
+    breaks.sort_unstable();
+    breaks.dedup();
+    breaks.windows(2).map(|w| (w[0], w[1])).collect()
 }
 
 /// Emits the kernel rooted at `e` on the vector path if the static check allows it; returns
@@ -320,7 +147,7 @@ pub(super) fn emit<'a>(
     if f.var_type(out).rank() == 0 && reduce.is_none() || f.dtype(out) == DType::Bool {
         return Ok(false);
     }
-    let mut ck = Checker { f, inline: s.inline, width: None, occs: Vec::new(), in_reduce: 0 };
+    let mut ck = Checker::new(f, s.inline);
     let passes = match &reduce {
         Some(r) => {
             if f.dtype(r.x) == DType::Bool {
@@ -335,8 +162,13 @@ pub(super) fn emit<'a>(
     let row_len = match &reduce {
         Some(r) => f.var_type(r.x).shape.dims().last().copied(),
         None => f.var_type(out).shape.dims().last().copied(),
-    };
-    if row_len.unwrap_or(0) < 16 / width {
+    }
+    .unwrap_or(0);
+    if row_len < 16 / width {
+        return Ok(false);
+    }
+    let segs = segments(std::mem::take(&mut ck.breaks), row_len as i64);
+    if segs.len() > MAX_SEGMENTS {
         return Ok(false);
     }
     let mut occs = ck.occs;
@@ -353,8 +185,8 @@ pub(super) fn emit<'a>(
     }
     s.vs = VState { lanes: 16 / width, width, occs, bufs, passes, ..VState::default() };
     match reduce {
-        Some(r) => s.reduce_root(e, &r, out_base, lo, hi)?,
-        None => s.map_root(e, out_base, lo, hi)?,
+        Some(r) => s.reduce_root(e, &r, &segs, out_base, lo, hi)?,
+        None => s.map_root(e, &segs, out_base, lo, hi)?,
     }
     Ok(true)
 }
@@ -380,37 +212,14 @@ impl<'a, 'b> Emitter<'a, 'b> {
         self.vs.lanes
     }
 
-    /// `for i in (lo..hi).step_by(step)`; the body sees `i`, and `i + step ≤ hi` when `hi - lo` is a
-    /// multiple of `step`.
-    fn for_step(
-        &mut self,
-        lo: Value,
-        hi: Value,
-        step: i64,
-        body: &mut dyn FnMut(&mut Self, Value) -> R<()>,
-    ) -> R<()> {
-        let var = self.b.declare_var(types::I64);
-        self.b.def_var(var, lo);
-        let (header, body_blk, exit) = (self.b.create_block(), self.b.create_block(), self.b.create_block());
-        self.b.ins().jump(header, &[]);
-        self.b.switch_to_block(header);
-        let i = self.b.use_var(var);
-        let more = self.b.ins().icmp(cranelift_codegen::ir::condcodes::IntCC::SignedLessThan, i, hi);
-        self.b.ins().brif(more, body_blk, &[], exit, &[]);
-        self.b.switch_to_block(body_blk);
-        body(self, i)?;
-        let next = self.b.ins().iadd_imm_s(i, step);
-        self.b.def_var(var, next);
-        self.b.ins().jump(header, &[]);
-        self.b.switch_to_block(exit);
-        Ok(())
-    }
-
-    /// One innermost row `[start, end)` at outer index `prefix`: `root(idx)` gives the lane-varying
-    /// value at the lane-0 multi-index `idx` (`None` when a pass does not need it).
+    /// One piece `[start, end)` of an innermost row inside segment `seg` at outer index `prefix`:
+    /// `root(idx)` gives the lane-varying value at the lane-0 multi-index `idx` (`None` when a pass
+    /// does not need it). A segment shorter than one vector step runs scalar only.
+    #[allow(clippy::too_many_arguments)]
     fn row(
         &mut self,
         prefix: &[Value],
+        seg: (i64, i64),
         start: Value,
         end: Value,
         unroll: usize,
@@ -419,13 +228,18 @@ impl<'a, 'b> Emitter<'a, 'b> {
         tail: &mut ScalarSink<'_, 'a, 'b>,
     ) -> R<()> {
         let step = (unroll * self.vs.lanes) as i64;
+        if seg.1 - seg.0 < step {
+            return self.for_range_from(start, end, &mut |s, j| tail(s, j));
+        }
+        self.vs.seg = seg;
+        self.vs.shift = 0;
         let len = self.b.ins().isub(end, start);
         let vec_len = self.b.ins().band_imm_s(len, -step);
         let vend = self.b.ins().iadd(start, vec_len);
         let passes = self.vs.passes;
         // One pass over [t, t_end): every unroll slot of every vector step.
         let mut pass_over = |s: &mut Self, t: Value, t_end: Value, pass: usize| {
-            s.for_step(t, t_end, step, &mut |s, j| {
+            s.for_step_by(t, t_end, step, &mut |s, j| {
                 for u in 0..unroll {
                     let ju = s.b.ins().iadd_imm_s(j, (u * s.vs.lanes) as i64);
                     s.vs.rel = Some(s.b.ins().isub(ju, t));
@@ -444,7 +258,7 @@ impl<'a, 'b> Emitter<'a, 'b> {
         if passes == 0 {
             pass_over(self, start, vend, 1)?;
         } else {
-            self.for_step(start, vend, TILE, &mut |s, t| {
+            self.for_step_by(start, vend, TILE, &mut |s, t| {
                 let rest = s.b.ins().isub(vend, t);
                 let tile = s.iconst(TILE);
                 let tn = s.b.ins().smin(rest, tile);
@@ -466,54 +280,74 @@ impl<'a, 'b> Emitter<'a, 'b> {
         self.for_range_from(vend, end, &mut |s, j| tail(s, j))
     }
 
-    /// An elementwise-shaped root: rows of the output, each stored a vector at a time.
-    fn map_root(&mut self, e: &'a Eqn, out_base: Value, lo: Value, hi: Value) -> R<()> {
+    /// An elementwise-shaped root: rows of the output, each stored a vector at a time, segment by
+    /// segment.
+    fn map_root(&mut self, e: &'a Eqn, segs: &[(i64, i64)], out_base: Value, lo: Value, hi: Value) -> R<()> {
         let f = self.f;
         let out_ty = f.var_type(e.outputs[0]).clone();
         let dims = out_ty.shape.dims().to_vec();
         let dt = out_ty.dtype;
         let last = dims.len() - 1;
-        let n = dims[last] as i64;
-        let do_row = |s: &mut Self, prefix: &[Value], start: Value, end: Value| {
+        // `bounds`: the row's [lo, hi) for a rank-1 output (split over threads), else the whole row.
+        let do_row = |s: &mut Self, prefix: &[Value], bounds: Option<(Value, Value)>| -> R<()> {
             let with = |j: Value| {
                 let mut idx = prefix.to_vec();
                 idx.push(j);
                 idx
             };
-            s.row(
-                prefix,
-                start,
-                end,
-                UNROLL_MAP,
-                &mut |s, idx| s.veqn(e, idx),
-                &mut |s, _, j, v| {
-                    let off = s.offset(&dims, &with(j));
-                    let addr = s.address(dt, out_base, off);
-                    s.b.ins().store(mem(), v, addr, 0);
-                    Ok(())
-                },
-                &mut |s, j| {
-                    let idx = with(j);
-                    let v = s.eqn_value(e, &idx)?;
-                    let off = s.offset(&dims, &idx);
-                    s.store(dt, out_base, off, v);
-                    Ok(())
-                },
-            )
+            for &seg in segs {
+                let (a, b) = (s.iconst(seg.0), s.iconst(seg.1));
+                let (start, end) = match bounds {
+                    None => (a, b),
+                    Some((lo, hi)) => {
+                        let start = s.b.ins().smax(a, lo);
+                        let end = s.b.ins().smin(b, hi);
+                        (start, s.b.ins().smax(end, start))
+                    }
+                };
+                s.row(
+                    prefix,
+                    seg,
+                    start,
+                    end,
+                    UNROLL_MAP,
+                    &mut |s, idx| s.veqn(e, idx),
+                    &mut |s, _, j, v| {
+                        let off = s.offset(&dims, &with(j));
+                        let addr = s.address(dt, out_base, off);
+                        s.b.ins().store(mem(), v, addr, 0);
+                        Ok(())
+                    },
+                    &mut |s, j| {
+                        let idx = with(j);
+                        let v = s.eqn_value(e, &idx)?;
+                        let off = s.offset(&dims, &idx);
+                        s.store(dt, out_base, off, v);
+                        Ok(())
+                    },
+                )?;
+            }
+            Ok(())
         };
         if last == 0 {
-            return do_row(self, &[], lo, hi);
+            return do_row(self, &[], Some((lo, hi)));
         }
-        self.for_each_index_rows(&dims[..last], lo, hi, &mut |s, prefix| {
-            let zero = s.iconst(0);
-            let end = s.iconst(n);
-            do_row(s, prefix, zero, end)
-        })
+        self.for_each_index_rows(&dims[..last], lo, hi, &mut |s, prefix| do_row(s, prefix, None))
     }
 
     /// A root reduction over the input's innermost axis (and maybe others): per output element,
     /// `UNROLL_REDUCE` vector accumulators over every reduced row, then one horizontal combine.
-    fn reduce_root(&mut self, e: &'a Eqn, r: &ReduceRoot, out_base: Value, lo: Value, hi: Value) -> R<()> {
+    /// Float sums and products restart the accumulators every [`pairwise::BLOCK`] elements of a row
+    /// and combine the block results pairwise.
+    fn reduce_root(
+        &mut self,
+        e: &'a Eqn,
+        r: &ReduceRoot,
+        segs: &[(i64, i64)],
+        out_base: Value,
+        lo: Value,
+        hi: Value,
+    ) -> R<()> {
         let f = self.f;
         let Prim::Reduce { axes, .. } = &e.prim else { unreachable!("reduce_root on a reduce") };
         let in_dims = f.var_type(r.x).shape.dims().to_vec();
@@ -525,17 +359,39 @@ impl<'a, 'b> Emitter<'a, 'b> {
         let kept: Vec<usize> = (0..last).filter(|d| !axes.contains(d)).collect();
         let red_dims: Vec<usize> = outer_reduced.iter().map(|&d| in_dims[d]).collect();
         let (op, x) = (r.op, r.x);
+        // Short reductions keep the plain accumulators (bitwise the interpreter's order when the
+        // rows are shorter than a vector step).
+        let total: usize = red_dims.iter().product::<usize>() * in_dims[last];
+        let blocked = pairwise::blocked(op, dt) && total as i64 > pairwise::BLOCK;
         let vty = self.vty(dt);
         let lanes = self.vs.lanes;
         self.for_each_index_rows(&out_dims, lo, hi, &mut |s, oidx| {
             let accs: Vec<_> = (0..UNROLL_REDUCE).map(|_| s.b.declare_var(vty)).collect();
-            let init = scalar::reduce_identity(s, op, dt);
-            let vinit = s.b.ins().splat(vty, init);
-            for &a in &accs {
-                s.b.def_var(a, vinit);
-            }
             let sacc = s.b.declare_var(clif_type(dt));
-            s.b.def_var(sacc, init);
+            let reset = |s: &mut Self| {
+                let init = scalar::reduce_identity(s, op, dt);
+                let vinit = s.b.ins().splat(vty, init);
+                for &a in &accs {
+                    s.b.def_var(a, vinit);
+                }
+                s.b.def_var(sacc, init);
+            };
+            // The accumulators folded into one vector (the scalar remainder in lane 0).
+            let gather = |s: &mut Self| {
+                let mut vs: Vec<Value> = accs.iter().map(|&a| s.b.use_var(a)).collect();
+                while vs.len() > 1 {
+                    let (x, y) = (vs.remove(0), vs.remove(0));
+                    let c = s.vcombine(op, dt, x, y);
+                    vs.push(c);
+                }
+                let init = scalar::reduce_identity(s, op, dt);
+                let vinit = s.b.ins().splat(vty, init);
+                let sv = s.b.use_var(sacc);
+                let tail = s.b.ins().insertlane(vinit, sv, 0);
+                s.vcombine(op, dt, vs[0], tail)
+            };
+            reset(s);
+            let pw = blocked.then(|| pairwise::Pairwise::new(s, vty, op));
             s.for_each_index(&red_dims, &mut |s, ridx| {
                 let prefix: Vec<Value> = (0..last)
                     .map(|d| match outer_reduced.iter().position(|&q| q == d) {
@@ -543,363 +399,84 @@ impl<'a, 'b> Emitter<'a, 'b> {
                         None => oidx[kept.iter().position(|&q| q == d).expect("kept dim")],
                     })
                     .collect();
-                let zero = s.iconst(0);
-                let end = s.iconst(in_dims[last] as i64);
                 let with = |j: Value| {
                     let mut idx = prefix.clone();
                     idx.push(j);
                     idx
                 };
-                s.row(
-                    &prefix,
-                    zero,
-                    end,
-                    UNROLL_REDUCE,
-                    &mut |s, idx| s.vvalue(x, idx),
-                    &mut |s, u, _, v| {
-                        let a = s.b.use_var(accs[u]);
-                        let c = s.vcombine(op, dt, a, v);
-                        s.b.def_var(accs[u], c);
-                        Ok(())
-                    },
-                    &mut |s, j| {
-                        let v = s.value(x, &with(j))?;
-                        let a = s.b.use_var(sacc);
-                        let c = scalar::reduce_combine(s, op, dt, a, v);
-                        s.b.def_var(sacc, c);
-                        Ok(())
-                    },
-                )
+                let piece = |s: &mut Self, seg: (i64, i64), start: Value, end: Value| {
+                    s.row(
+                        &prefix,
+                        seg,
+                        start,
+                        end,
+                        UNROLL_REDUCE,
+                        &mut |s, idx| s.vvalue(x, idx),
+                        &mut |s, u, _, v| {
+                            let a = s.b.use_var(accs[u]);
+                            let c = s.vcombine(op, dt, a, v);
+                            s.b.def_var(accs[u], c);
+                            Ok(())
+                        },
+                        &mut |s, j| {
+                            let v = s.value(x, &with(j))?;
+                            let a = s.b.use_var(sacc);
+                            let c = scalar::reduce_combine(s, op, dt, a, v);
+                            s.b.def_var(sacc, c);
+                            Ok(())
+                        },
+                    )
+                };
+                for &seg in segs {
+                    let (a, b) = (s.iconst(seg.0), s.iconst(seg.1));
+                    match &pw {
+                        None => piece(s, seg, a, b)?,
+                        Some(pw) => s.for_step_by(a, b, pairwise::BLOCK, &mut |s, c| {
+                            let ce = s.b.ins().iadd_imm_s(c, pairwise::BLOCK);
+                            let ce = s.b.ins().smin(ce, b);
+                            piece(s, seg, c, ce)?;
+                            let v = gather(s);
+                            pw.push(s, v)?;
+                            reset(s);
+                            Ok(())
+                        })?,
+                    }
+                }
+                Ok(())
             })?;
-            let mut v = s.b.use_var(accs[0]);
-            for &a in &accs[1..] {
-                let w = s.b.use_var(a);
-                v = s.vcombine(op, dt, v, w);
-            }
-            let mut acc = s.b.use_var(sacc);
-            for l in 0..lanes {
-                let x = s.b.ins().extractlane(v, l as u8);
-                acc = scalar::reduce_combine(s, op, dt, acc, x);
-            }
+            let total = match &pw {
+                None => {
+                    // The unblocked order: accumulators left to right, then the remainder, then lanes.
+                    let mut v = s.b.use_var(accs[0]);
+                    for &a in &accs[1..] {
+                        let w = s.b.use_var(a);
+                        v = s.vcombine(op, dt, v, w);
+                    }
+                    let mut acc = s.b.use_var(sacc);
+                    for l in 0..lanes {
+                        let x = s.b.ins().extractlane(v, l as u8);
+                        acc = scalar::reduce_combine(s, op, dt, acc, x);
+                    }
+                    acc
+                }
+                Some(pw) => {
+                    let init = scalar::reduce_identity(s, op, dt);
+                    let vinit = s.b.ins().splat(vty, init);
+                    let v = pw.finish(s, vinit)?;
+                    // Lanes combined pairwise too.
+                    let mut xs: Vec<Value> = (0..lanes).map(|l| s.b.ins().extractlane(v, l as u8)).collect();
+                    while xs.len() > 1 {
+                        let (x, y) = (xs.remove(0), xs.remove(0));
+                        let c = scalar::reduce_combine(s, op, dt, x, y);
+                        xs.push(c);
+                    }
+                    xs[0]
+                }
+            };
             let off = s.offset(&out_dims, oidx);
-            s.store(dt, out_base, off, acc);
+            s.store(dt, out_base, off, total);
             Ok(())
         })
-    }
-
-    // ---- the vector walk --------------------------------------------------------------------------
-
-    /// The vector of `v` at lanes `idx .. idx + L` (innermost index): computed, or one load.
-    /// `None` when the current pass does not need it (see the module docs).
-    fn vvalue(&mut self, v: Var, idx: &[Value]) -> R<Option<Value>> {
-        let f = self.f;
-        if self.vs.pass <= self.vs.passes && !self.vs.needed {
-            // Outside the arguments of this pass's occurrences, a non-final pass only descends
-            // toward them: subtrees whose occurrences all belong to earlier passes are skipped.
-            let Some(_) = self.inline[v.index()] else { return Ok(None) };
-            let (last_pass, count) = self.summary(v);
-            if last_pass < self.vs.pass {
-                self.vs.next += count;
-                return Ok(None);
-            }
-        }
-        match self.inline[v.index()] {
-            Some(p) => self.veqn(&f.eqns[p], idx),
-            None => {
-                let dt = f.dtype(v);
-                let dims = f.var_type(v).shape.dims().to_vec();
-                let off = self.offset(&dims, idx);
-                let addr = self.address(dt, self.bases[&v], off);
-                let ty = self.vty(dt);
-                Ok(Some(self.b.ins().load(ty, mem(), addr, 0)))
-            }
-        }
-    }
-
-    /// (last tiled pass, occurrence count) of `v`'s tree, as the checker sees it outside reductions.
-    fn summary(&mut self, v: Var) -> (usize, usize) {
-        if let Some(&r) = self.vs.summary.get(&v) {
-            return r;
-        }
-        let mut ck = Checker { f: self.f, inline: self.inline, width: None, occs: Vec::new(), in_reduce: 0 };
-        let r = (ck.var(v).unwrap_or(0), ck.occs.len());
-        self.vs.summary.insert(v, r);
-        r
-    }
-
-    /// The lane-invariant value of `v` at `idx` (scalar path), splatted.
-    fn splat_value(&mut self, v: Var, idx: &[Value]) -> R<Value> {
-        let x = self.value(v, idx)?;
-        Ok(self.splat(self.f.dtype(v), x))
-    }
-
-    /// Splats a scalar of `dt` (a bool 0/1 becomes a mask).
-    pub(super) fn splat(&mut self, dt: DType, x: Value) -> Value {
-        let ty = self.vty(dt);
-        let x = if dt == DType::Bool {
-            let w = self.b.ins().uextend(ty.lane_type(), x);
-            self.b.ins().ineg(w)
-        } else {
-            x
-        };
-        self.b.ins().splat(ty, x)
-    }
-
-    /// `v` reached with the innermost index kept (`varying`) or dropped.
-    fn vmaybe(&mut self, v: Var, idx: &[Value], varying: bool) -> R<Option<Value>> {
-        if varying { self.vvalue(v, idx) } else { self.splat_value(v, idx).map(Some) }
-    }
-
-    /// The per-primitive vector table (mirrors [`Checker::eqn`]; rejected primitives never get here).
-    fn veqn(&mut self, e: &'a Eqn, idx: &[Value]) -> R<Option<Value>> {
-        let f = self.f;
-        let ins = &e.inputs;
-        let dims_of = |v: Var| f.var_type(v).shape.dims().to_vec();
-        let dt = |k: usize| f.dtype(ins[k]);
-        let rank = |v: Var| f.var_type(v).rank();
-        let last = idx.len().saturating_sub(1);
-        Ok(Some(match &e.prim {
-            Prim::Unary(op) => {
-                if let (Some(func), true) = (tile_func(*op), dt(0).is_float()) {
-                    return self.transcendental(func, dt(0), ins[0], idx);
-                }
-                let Some(x) = self.vvalue(ins[0], idx)? else { return Ok(None) };
-                self.vunary(*op, dt(0), x)?
-            }
-            Prim::Binary(op) => {
-                let (x, y) = (self.vvalue(ins[0], idx)?, self.vvalue(ins[1], idx)?);
-                let (Some(x), Some(y)) = (x, y) else { return Ok(None) };
-                self.vbinary(*op, dt(0), x, y)?
-            }
-            Prim::Compare(op) => {
-                let (x, y) = (self.vvalue(ins[0], idx)?, self.vvalue(ins[1], idx)?);
-                let (Some(x), Some(y)) = (x, y) else { return Ok(None) };
-                self.vcompare(*op, dt(0), x, y)
-            }
-            Prim::Select => {
-                let p = if rank(ins[0]) == 0 { None } else { Some(self.vvalue(ins[0], idx)?) };
-                let (t, o) = (self.vvalue(ins[1], idx)?, self.vvalue(ins[2], idx)?);
-                let (Some(t), Some(o)) = (t, o) else { return Ok(None) };
-                match p {
-                    None => {
-                        let c = self.value(ins[0], &[])?;
-                        self.b.ins().select(c, t, o)
-                    }
-                    Some(None) => return Ok(None),
-                    Some(Some(m)) => self.vselect(m, t, o),
-                }
-            }
-            Prim::Clamp => {
-                let bound = |k: usize| if rank(ins[k]) > 0 { idx } else { &[] };
-                let lo = self.vmaybe(ins[0], bound(0), rank(ins[0]) > 0)?;
-                let x = self.vvalue(ins[1], idx)?;
-                let hi = self.vmaybe(ins[2], bound(2), rank(ins[2]) > 0)?;
-                let (Some(lo), Some(x), Some(hi)) = (lo, x, hi) else { return Ok(None) };
-                let m = self.vbinary(kiln_ir::BinaryOp::Max, dt(1), x, lo)?;
-                self.vbinary(kiln_ir::BinaryOp::Min, dt(1), m, hi)?
-            }
-            Prim::ConvertElementType { dtype } => {
-                let Some(x) = self.vvalue(ins[0], idx)? else { return Ok(None) };
-                self.vconvert(dt(0), *dtype, x)?
-            }
-            Prim::BitcastConvertType { dtype } => {
-                let Some(x) = self.vvalue(ins[0], idx)? else { return Ok(None) };
-                self.vbitcast(*dtype, x)
-            }
-            Prim::Iota { dtype, dimension, .. } => {
-                if *dimension == last {
-                    self.viota(*dtype, idx[last])?
-                } else {
-                    let x = scalar::from_index(self, idx[*dimension], *dtype)?;
-                    self.splat(*dtype, x)
-                }
-            }
-            Prim::BroadcastInDim { broadcast_dimensions, .. } => {
-                let in_dims = dims_of(ins[0]);
-                let zero = self.iconst(0);
-                let j: Vec<Value> = in_dims
-                    .iter()
-                    .zip(broadcast_dimensions)
-                    .map(|(&n, &d)| if n == 1 { zero } else { idx[d] })
-                    .collect();
-                let varying =
-                    broadcast_dimensions.last() == Some(&last) && in_dims.last().is_some_and(|&n| n != 1);
-                return self.vmaybe(ins[0], &j, varying);
-            }
-            Prim::Reshape { .. } => {
-                let in_dims = dims_of(ins[0]);
-                let Some((&n_in, in_prefix)) = in_dims.split_last() else {
-                    return self.splat_value(ins[0], &[]).map(Some);
-                };
-                let out_dims = dims_of(e.outputs[0]);
-                debug_assert_eq!(Some(&n_in), out_dims.last());
-                let lin = self.offset(&out_dims[..last], &idx[..last]);
-                let mut j = self.unravel(lin, in_prefix);
-                j.push(idx[last]);
-                return self.vvalue(ins[0], &j);
-            }
-            Prim::Transpose { permutation } => {
-                let mut j = idx.to_vec();
-                for (i, &p) in permutation.iter().enumerate() {
-                    j[p] = idx[i];
-                }
-                return self.vvalue(ins[0], &j);
-            }
-            Prim::Slice { start, strides, .. } => {
-                let mut j = idx.to_vec();
-                for d in 0..idx.len() {
-                    let scaled = self.b.ins().imul_imm_s(idx[d], strides[d] as i64);
-                    j[d] = self.b.ins().iadd_imm_s(scaled, start[d] as i64);
-                }
-                return self.vvalue(ins[0], &j);
-            }
-            Prim::StopGradient => return self.vvalue(ins[0], idx),
-            Prim::Reduce { op, axes } => return self.vreduce(*op, axes, ins[0], idx),
-            Prim::Rev { .. }
-            | Prim::DynamicSlice { .. }
-            | Prim::DynamicUpdateSlice
-            | Prim::Concatenate { .. }
-            | Prim::Pad { .. }
-            | Prim::ArgReduce { .. }
-            | Prim::Cumulative { .. }
-            | Prim::Gather { .. }
-            | Prim::Sort { .. }
-            | Prim::DotGeneral { .. }
-            | Prim::Scatter { .. }
-            | Prim::SegmentSum { .. }
-            | Prim::Threefry2x32
-            | Prim::CustomJvpCall { .. }
-            | Prim::CustomVjpCall { .. }
-            | Prim::Scan { .. }
-            | Prim::WhileLoop { .. }
-            | Prim::Cond { .. }
-            | Prim::Call { .. }
-            | Prim::Checkpoint { .. } => {
-                return Err(CompileError::Codegen(format!(
-                    "{} reached the vector path (vectorizability check bug)",
-                    e.prim.name()
-                )));
-            }
-        }))
-    }
-
-    /// A lane-varying reduction over non-innermost axes: one accumulator per lane, in the
-    /// interpreter's order.
-    fn vreduce(&mut self, op: ReduceOp, axes: &[usize], x: Var, idx: &[Value]) -> R<Option<Value>> {
-        let f = self.f;
-        let in_dims = f.var_type(x).shape.dims().to_vec();
-        let dt = f.dtype(x);
-        let mut reduced = axes.to_vec();
-        reduced.sort_unstable();
-        let kept: Vec<usize> = (0..in_dims.len()).filter(|d| !axes.contains(d)).collect();
-        let red_dims: Vec<usize> = reduced.iter().map(|&d| in_dims[d]).collect();
-        let vty = self.vty(dt);
-        let acc = self.b.declare_var(vty);
-        let init = scalar::reduce_identity(self, op, dt);
-        let vinit = self.b.ins().splat(vty, init);
-        self.b.def_var(acc, vinit);
-        let mut missing = false;
-        // The body is emitted once (and runs zero times where a reduced extent is 0).
-        self.for_each_index(&red_dims, &mut |s, ridx| {
-            let full: Vec<Value> = (0..in_dims.len())
-                .map(|d| match reduced.iter().position(|&r| r == d) {
-                    Some(k) => ridx[k],
-                    None => idx[kept.iter().position(|&q| q == d).expect("kept dim")],
-                })
-                .collect();
-            match s.vvalue(x, &full)? {
-                Some(v) => {
-                    let a = s.b.use_var(acc);
-                    let c = s.vcombine(op, dt, a, v);
-                    s.b.def_var(acc, c);
-                }
-                None => missing = true,
-            }
-            Ok(())
-        })?;
-        Ok(if missing { None } else { Some(self.b.use_var(acc)) })
-    }
-
-    /// A transcendental occurrence (see the module docs for the passes).
-    fn transcendental(&mut self, func: Func, dt: DType, arg: Var, idx: &[Value]) -> R<Option<Value>> {
-        let k = self.vs.next;
-        self.vs.next += 1;
-        let occ = self.vs.occs[k];
-        let width = self.vs.width as i64;
-        match occ.mode {
-            Mode::Spill => {
-                let Some(x) = self.vvalue(arg, idx)? else { return Ok(None) };
-                Ok(Some(self.spill_call(k, dt, x)?))
-            }
-            Mode::Tiled { pass } => {
-                let rel = self.vs.rel.ok_or_else(|| CompileError::Codegen("tile offset unset".into()))?;
-                let bytes = self.b.ins().imul_imm_s(rel, width);
-                let base = self.b.ins().stack_addr(types::I64, self.vs.bufs[&k], 0);
-                let addr = self.b.ins().iadd(base, bytes);
-                if pass < self.vs.pass {
-                    self.vs.next += occ.inner;
-                    let ty = self.vty(dt);
-                    return Ok(Some(self.b.ins().load(ty, mem(), addr, 0)));
-                }
-                let outer = self.vs.needed;
-                self.vs.needed = pass == self.vs.pass;
-                let x = self.vvalue(arg, idx);
-                self.vs.needed = outer;
-                let x = x?;
-                if pass == self.vs.pass {
-                    let x = x.ok_or_else(|| {
-                        CompileError::Codegen(format!("{func:?} argument not ready in pass {pass}"))
-                    })?;
-                    self.b.ins().store(mem(), x, addr, 0);
-                }
-                Ok(None)
-            }
-        }
-    }
-
-    /// Calls occurrence `k`'s tile function in place on `n` elements at `addr`.
-    fn tile_call(&mut self, k: usize, addr: Value, n: Value) -> R<()> {
-        let Occ { func, dt, .. } = self.vs.occs[k];
-        let name = crate::runtime::math::tile_name(func, dt == DType::F64);
-        let fref = match self.callbacks.get(name) {
-            Some(r) => *r,
-            None => {
-                let mut sig = self.module.make_signature();
-                sig.params.extend([
-                    AbiParam::new(types::I64),
-                    AbiParam::new(types::I64),
-                    AbiParam::new(types::I64),
-                ]);
-                let id = self
-                    .module
-                    .declare_function(name, Linkage::Import, &sig)
-                    .map_err(|e| CompileError::Codegen(e.to_string()))?;
-                let r = self.module.declare_func_in_func(id, self.b.func);
-                self.callbacks.insert(name, r);
-                r
-            }
-        };
-        self.b.ins().call(fref, &[addr, addr, n]);
-        Ok(())
-    }
-
-    /// Spills `x` to the stack, runs occurrence `k`'s tile function on its lanes, reloads.
-    fn spill_call(&mut self, k: usize, dt: DType, x: Value) -> R<Value> {
-        let slot = match self.vs.spill {
-            Some(s) => s,
-            None => {
-                let s =
-                    self.b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 16, 4));
-                self.vs.spill = Some(s);
-                s
-            }
-        };
-        let addr = self.b.ins().stack_addr(types::I64, slot, 0);
-        self.b.ins().store(mem(), x, addr, 0);
-        let n = self.iconst(self.vs.lanes as i64);
-        self.tile_call(k, addr, n)?;
-        let ty = self.vty(dt);
-        Ok(self.b.ins().load(ty, mem(), addr, 0))
     }
 }
 
@@ -967,5 +544,24 @@ mod tests {
         let text = clif(&f);
         assert!(text.matches("fadd").count() >= super::UNROLL_REDUCE, "{text}");
         assert!(text.contains("extractlane"), "{text}");
+    }
+
+    #[test]
+    fn rolls_and_pads_on_the_last_axis_are_vectorized_by_segments() {
+        // concatenate(slice(u, 999..), slice(u, ..999)) + pad(u, 1, -1): segments [0,1) and [1,1000).
+        let mut f = Function::new();
+        let u = f.add_param(TensorType::new(DType::F32, Shape::new(&[1000])));
+        let z = f.add_param(TensorType::new(DType::F32, Shape::new(&[])));
+        let s1 = Prim::Slice { start: vec![999], limit: vec![1000], strides: vec![1] };
+        let a = f.push(s1, &[u], None).unwrap()[0];
+        let s2 = Prim::Slice { start: vec![0], limit: vec![999], strides: vec![1] };
+        let b = f.push(s2, &[u], None).unwrap()[0];
+        let r = f.push(Prim::Concatenate { dimension: 0 }, &[a, b], None).unwrap()[0];
+        let pad = Prim::Pad { low: vec![1], high: vec![-1], interior: vec![0] };
+        let p = f.push(pad, &[u, z], None).unwrap()[0];
+        let out = f.push(Prim::Binary(BinaryOp::Add), &[r, p], None).unwrap()[0];
+        f.outputs.push(out);
+        let text = clif(&f);
+        assert!(text.contains("load.f32x4"), "{text}");
     }
 }

@@ -76,8 +76,8 @@
 //! -inf, log1p(x < -1) = NaN, log1p(±0) = ±0; sin(±0) = ±0, sin/cos(±inf) = NaN; tanh(±0) = ±0,
 //! tanh(±inf) = ±1; logistic(-inf) = 0, logistic(+inf) = 1.
 
-mod elem;
-mod kernels;
+pub(crate) mod elem;
+pub(crate) mod kernels;
 
 use std::sync::OnceLock;
 

@@ -1,0 +1,488 @@
+//! The vector walk: the per-primitive vector table (`veqn`, mirroring [`super::check::Checker`]),
+//! lane-varying loads, reductions over non-innermost axes, and transcendental tiles and spills.
+
+use super::check::{Mode, Occ, tile_func};
+use super::kernel::{Emitter, R, mem};
+use super::{pairwise, scalar};
+use crate::CompileError;
+use crate::vmath::Func;
+use cranelift_codegen::ir::{
+    AbiParam, InstBuilder, StackSlotData, StackSlotKind, Value, condcodes::IntCC, types,
+};
+use cranelift_module::{Linkage, Module};
+use kiln_ir::{DType, Eqn, Prim, ReduceOp, Var};
+
+impl<'a, 'b> Emitter<'a, 'b> {
+    // ---- the vector walk --------------------------------------------------------------------------
+
+    /// The vector of `v` at lanes `idx .. idx + L` (innermost index): computed, or one load.
+    /// `None` when the current pass does not need it (see the module docs).
+    pub(super) fn vvalue(&mut self, v: Var, idx: &[Value]) -> R<Option<Value>> {
+        let f = self.f;
+        if self.vs.pass <= self.vs.passes && !self.vs.needed {
+            // Outside the arguments of this pass's occurrences, a non-final pass only descends
+            // toward them: subtrees whose occurrences all belong to earlier passes are skipped.
+            let Some(_) = self.inline[v.index()] else { return Ok(None) };
+            let (last_pass, count) = self.summary(v);
+            if last_pass < self.vs.pass {
+                self.vs.next += count;
+                return Ok(None);
+            }
+        }
+        match self.inline[v.index()] {
+            Some(p) => self.veqn(&f.eqns[p], idx),
+            None => {
+                let dt = f.dtype(v);
+                let dims = f.var_type(v).shape.dims().to_vec();
+                let off = self.offset(&dims, idx);
+                let addr = self.address(dt, self.bases[&v], off);
+                let ty = self.vty(dt);
+                Ok(Some(self.b.ins().load(ty, mem(), addr, 0)))
+            }
+        }
+    }
+
+    /// (last tiled pass, occurrence count) of `v`'s tree, as the checker sees it outside reductions.
+    fn summary(&mut self, v: Var) -> (usize, usize) {
+        if let Some(&r) = self.vs.summary.get(&v) {
+            return r;
+        }
+        let mut ck = super::check::Checker::new(self.f, self.inline);
+        let r = (ck.var(v).unwrap_or(0), ck.occs.len());
+        self.vs.summary.insert(v, r);
+        r
+    }
+
+    /// The lane-invariant value of `v` at `idx` (scalar path), splatted.
+    fn splat_value(&mut self, v: Var, idx: &[Value]) -> R<Value> {
+        let x = self.value(v, idx)?;
+        Ok(self.splat(self.f.dtype(v), x))
+    }
+
+    /// Splats a scalar of `dt` (a bool 0/1 becomes a mask).
+    pub(super) fn splat(&mut self, dt: DType, x: Value) -> Value {
+        let ty = self.vty(dt);
+        let x = if dt == DType::Bool {
+            let w = self.b.ins().uextend(ty.lane_type(), x);
+            self.b.ins().ineg(w)
+        } else {
+            x
+        };
+        self.b.ins().splat(ty, x)
+    }
+
+    /// `v` reached with the innermost index kept (`varying`) or dropped.
+    fn vmaybe(&mut self, v: Var, idx: &[Value], varying: bool) -> R<Option<Value>> {
+        if varying { self.vvalue(v, idx) } else { self.splat_value(v, idx).map(Some) }
+    }
+
+    /// The per-primitive vector table (mirrors [`Checker::eqn`]; rejected primitives never get here).
+    pub(super) fn veqn(&mut self, e: &'a Eqn, idx: &[Value]) -> R<Option<Value>> {
+        let f = self.f;
+        let ins = &e.inputs;
+        let dims_of = |v: Var| f.var_type(v).shape.dims().to_vec();
+        let dt = |k: usize| f.dtype(ins[k]);
+        let rank = |v: Var| f.var_type(v).rank();
+        let last = idx.len().saturating_sub(1);
+        Ok(Some(match &e.prim {
+            Prim::Unary(op) => {
+                if let (Some(func), true) = (tile_func(*op), dt(0).is_float()) {
+                    return self.transcendental(func, dt(0), ins[0], idx);
+                }
+                let Some(x) = self.vvalue(ins[0], idx)? else { return Ok(None) };
+                self.vunary(*op, dt(0), x)?
+            }
+            Prim::Binary(op) => {
+                let (x, y) = (self.vvalue(ins[0], idx)?, self.vvalue(ins[1], idx)?);
+                let (Some(x), Some(y)) = (x, y) else { return Ok(None) };
+                self.vbinary(*op, dt(0), x, y)?
+            }
+            Prim::Compare(op) => {
+                let (x, y) = (self.vvalue(ins[0], idx)?, self.vvalue(ins[1], idx)?);
+                let (Some(x), Some(y)) = (x, y) else { return Ok(None) };
+                self.vcompare(*op, dt(0), x, y)
+            }
+            Prim::Select => {
+                let p = if rank(ins[0]) == 0 { None } else { Some(self.vvalue(ins[0], idx)?) };
+                let (t, o) = (self.vvalue(ins[1], idx)?, self.vvalue(ins[2], idx)?);
+                let (Some(t), Some(o)) = (t, o) else { return Ok(None) };
+                match p {
+                    None => {
+                        let c = self.value(ins[0], &[])?;
+                        self.b.ins().select(c, t, o)
+                    }
+                    Some(None) => return Ok(None),
+                    Some(Some(m)) => self.vselect(m, t, o),
+                }
+            }
+            Prim::Clamp => {
+                let bound = |k: usize| if rank(ins[k]) > 0 { idx } else { &[] };
+                let lo = self.vmaybe(ins[0], bound(0), rank(ins[0]) > 0)?;
+                let x = self.vvalue(ins[1], idx)?;
+                let hi = self.vmaybe(ins[2], bound(2), rank(ins[2]) > 0)?;
+                let (Some(lo), Some(x), Some(hi)) = (lo, x, hi) else { return Ok(None) };
+                let m = self.vbinary(kiln_ir::BinaryOp::Max, dt(1), x, lo)?;
+                self.vbinary(kiln_ir::BinaryOp::Min, dt(1), m, hi)?
+            }
+            Prim::ConvertElementType { dtype } => {
+                let Some(x) = self.vvalue(ins[0], idx)? else { return Ok(None) };
+                self.vconvert(dt(0), *dtype, x)?
+            }
+            Prim::BitcastConvertType { dtype } => {
+                let Some(x) = self.vvalue(ins[0], idx)? else { return Ok(None) };
+                self.vbitcast(*dtype, x)
+            }
+            Prim::Iota { dtype, dimension, .. } => {
+                if *dimension == last {
+                    self.viota(*dtype, idx[last])?
+                } else {
+                    let x = scalar::from_index(self, idx[*dimension], *dtype)?;
+                    self.splat(*dtype, x)
+                }
+            }
+            Prim::BroadcastInDim { broadcast_dimensions, .. } => {
+                let in_dims = dims_of(ins[0]);
+                let zero = self.iconst(0);
+                let j: Vec<Value> = in_dims
+                    .iter()
+                    .zip(broadcast_dimensions)
+                    .map(|(&n, &d)| if n == 1 { zero } else { idx[d] })
+                    .collect();
+                let varying =
+                    broadcast_dimensions.last() == Some(&last) && in_dims.last().is_some_and(|&n| n != 1);
+                return self.vmaybe(ins[0], &j, varying);
+            }
+            Prim::Reshape { .. } => {
+                let in_dims = dims_of(ins[0]);
+                let Some((&n_in, in_prefix)) = in_dims.split_last() else {
+                    return self.splat_value(ins[0], &[]).map(Some);
+                };
+                let out_dims = dims_of(e.outputs[0]);
+                debug_assert_eq!(Some(&n_in), out_dims.last());
+                let lin = self.offset(&out_dims[..last], &idx[..last]);
+                let mut j = self.unravel(lin, in_prefix);
+                j.push(idx[last]);
+                return self.vvalue(ins[0], &j);
+            }
+            Prim::Transpose { permutation } => {
+                let mut j = idx.to_vec();
+                for (i, &p) in permutation.iter().enumerate() {
+                    j[p] = idx[i];
+                }
+                return self.vvalue(ins[0], &j);
+            }
+            Prim::Slice { start, strides, .. } => {
+                let mut j = idx.to_vec();
+                for d in 0..idx.len() {
+                    let scaled = self.b.ins().imul_imm_s(idx[d], strides[d] as i64);
+                    j[d] = self.b.ins().iadd_imm_s(scaled, start[d] as i64);
+                }
+                return self.vshifted(ins[0], &j, start[last] as i64);
+            }
+            Prim::Concatenate { dimension } => return self.vconcatenate(e, *dimension, idx),
+            Prim::Pad { low, interior, .. } => return self.vpad(e, low, interior, idx),
+            Prim::StopGradient => return self.vvalue(ins[0], idx),
+            Prim::Reduce { op, axes } => return self.vreduce(*op, axes, ins[0], idx),
+            Prim::Rev { .. }
+            | Prim::DynamicSlice { .. }
+            | Prim::DynamicUpdateSlice
+            | Prim::ArgReduce { .. }
+            | Prim::Cumulative { .. }
+            | Prim::Gather { .. }
+            | Prim::Sort { .. }
+            | Prim::DotGeneral { .. }
+            | Prim::Scatter { .. }
+            | Prim::SegmentSum { .. }
+            | Prim::Threefry2x32
+            | Prim::CustomJvpCall { .. }
+            | Prim::CustomVjpCall { .. }
+            | Prim::Scan { .. }
+            | Prim::WhileLoop { .. }
+            | Prim::Cond { .. }
+            | Prim::Call { .. }
+            | Prim::Checkpoint { .. } => {
+                return Err(CompileError::Codegen(format!(
+                    "{} reached the vector path (vectorizability check bug)",
+                    e.prim.name()
+                )));
+            }
+        }))
+    }
+
+    /// [`Emitter::vvalue`] of an operand whose innermost index is the node's plus `by`.
+    fn vshifted(&mut self, v: Var, idx: &[Value], by: i64) -> R<Option<Value>> {
+        self.vs.shift += by;
+        let r = self.vvalue(v, idx);
+        self.vs.shift -= by;
+        r
+    }
+
+    /// Skips the transcendental occurrences of `v`'s tree (an operand the segment does not read).
+    fn skip(&mut self, v: Var) {
+        if self.inline[v.index()].is_some() {
+            self.vs.next += self.summary(v).1;
+        }
+    }
+
+    /// A concatenate: along the innermost axis the segment reads one operand (see
+    /// [`super::check::Checker`]); along another axis each operand is read at its clamped index and
+    /// the one whose range holds the (lane-invariant) index is selected, as on the scalar path.
+    fn vconcatenate(&mut self, e: &'a Eqn, dim: usize, idx: &[Value]) -> R<Option<Value>> {
+        let f = self.f;
+        let last = idx.len() - 1;
+        let mut parts = Vec::new();
+        let mut off = 0i64;
+        for &v in &e.inputs {
+            let n = f.var_type(v).shape[dim] as i64;
+            parts.push((v, off, n));
+            off += n;
+        }
+        if dim == last {
+            let (a, b) = (self.vs.seg.0 + self.vs.shift, self.vs.seg.1 + self.vs.shift);
+            let Some(k) = parts.iter().position(|&(_, o, n)| n > 0 && o <= a && b <= o + n) else {
+                return Err(CompileError::Codegen(format!(
+                    "concatenate: segment [{a}, {b}) spans operands (segment breakpoint bug)"
+                )));
+            };
+            let mut result = None;
+            for (i, &(v, o, _)) in parts.iter().enumerate() {
+                if i == k {
+                    let mut j = idx.to_vec();
+                    j[dim] = self.b.ins().iadd_imm_s(idx[dim], -o);
+                    result = self.vshifted(v, &j, -o)?;
+                } else {
+                    self.skip(v);
+                }
+            }
+            return Ok(result);
+        }
+        // Operands walked first to last (the checker's occurrence order), selected last to first.
+        let mut xs = Vec::new();
+        for &(v, o, n) in &parts {
+            if n == 0 {
+                continue;
+            }
+            let mut j = idx.to_vec();
+            let rel = self.b.ins().iadd_imm_s(idx[dim], -o);
+            let (l, h) = (self.iconst(0), self.iconst(n - 1));
+            let rel = self.b.ins().smax(rel, l);
+            j[dim] = self.b.ins().smin(rel, h);
+            xs.push((self.vvalue(v, &j)?, o + n));
+        }
+        let mut result: Option<Option<Value>> = None;
+        for (x, end) in xs.into_iter().rev() {
+            result = Some(match (result, x) {
+                (None, x) => x,
+                (Some(Some(later)), Some(x)) => {
+                    let here = self.b.ins().icmp_imm_s(IntCC::SignedLessThan, idx[dim], end);
+                    Some(self.b.ins().select(here, x, later))
+                }
+                (Some(_), _) => None,
+            });
+        }
+        result.ok_or_else(|| CompileError::Codegen("concatenate of empty operands reached a kernel".into()))
+    }
+
+    /// A pad: along the innermost axis the segment is all operand or all padding; along other axes
+    /// (lane-invariant indices, interior padding allowed) the operand is read at the clamped index
+    /// and the pad value selected where the index is off the operand's grid.
+    fn vpad(&mut self, e: &'a Eqn, low: &[i64], interior: &[usize], idx: &[Value]) -> R<Option<Value>> {
+        let f = self.f;
+        let (x, p) = (e.inputs[0], e.inputs[1]);
+        let last = idx.len() - 1;
+        let in_dims = f.var_type(x).shape.dims().to_vec();
+        let dt = f.dtype(x);
+        let (a, b) = (self.vs.seg.0 + self.vs.shift, self.vs.seg.1 + self.vs.shift);
+        let n = in_dims[last] as i64;
+        let inside = low[last] <= a && b <= low[last] + n;
+        if !inside || in_dims.contains(&0) {
+            if !(b <= low[last] || a >= low[last] + n || in_dims.contains(&0)) {
+                return Err(CompileError::Codegen(format!(
+                    "pad: segment [{a}, {b}) spans operand and padding (segment breakpoint bug)"
+                )));
+            }
+            self.skip(x);
+            let pv = self.value(p, &[])?;
+            return Ok(Some(self.splat(dt, pv)));
+        }
+        let mut valid = self.b.ins().iconst(types::I8, 1);
+        let mut j = idx.to_vec();
+        for d in 0..last {
+            let t = self.b.ins().iadd_imm_s(idx[d], -low[d]);
+            let step = interior[d] as i64 + 1;
+            let q = if step == 1 {
+                t
+            } else {
+                let q = self.b.ins().sdiv_imm_s(t, step);
+                let back = self.b.ins().imul_imm_s(q, step);
+                let on_grid = self.b.ins().icmp(IntCC::Equal, back, t);
+                valid = self.b.ins().band(valid, on_grid);
+                q
+            };
+            let ge = self.b.ins().icmp_imm_s(IntCC::SignedGreaterThanOrEqual, t, 0);
+            let lt = self.b.ins().icmp_imm_s(IntCC::SignedLessThan, q, in_dims[d] as i64);
+            let both = self.b.ins().band(ge, lt);
+            valid = self.b.ins().band(valid, both);
+            let (l, h) = (self.iconst(0), self.iconst(in_dims[d] as i64 - 1));
+            let q = self.b.ins().smax(q, l);
+            j[d] = self.b.ins().smin(q, h);
+        }
+        j[last] = self.b.ins().iadd_imm_s(idx[last], -low[last]);
+        let Some(v) = self.vshifted(x, &j, -low[last])? else { return Ok(None) };
+        if last == 0 {
+            return Ok(Some(v));
+        }
+        let pv = self.value(p, &[])?;
+        let pv = self.splat(dt, pv);
+        Ok(Some(self.b.ins().select(valid, v, pv)))
+    }
+
+    /// A lane-varying reduction over non-innermost axes: one accumulator per lane, in the
+    /// interpreter's order.
+    fn vreduce(&mut self, op: ReduceOp, axes: &[usize], x: Var, idx: &[Value]) -> R<Option<Value>> {
+        let f = self.f;
+        let in_dims = f.var_type(x).shape.dims().to_vec();
+        let dt = f.dtype(x);
+        let mut reduced = axes.to_vec();
+        reduced.sort_unstable();
+        let kept: Vec<usize> = (0..in_dims.len()).filter(|d| !axes.contains(d)).collect();
+        let red_dims: Vec<usize> = reduced.iter().map(|&d| in_dims[d]).collect();
+        let vty = self.vty(dt);
+        let acc = self.b.declare_var(vty);
+        let init = scalar::reduce_identity(self, op, dt);
+        let vinit = self.b.ins().splat(vty, init);
+        self.b.def_var(acc, vinit);
+        let mut missing = false;
+        let full = |ridx: &[Value]| -> Vec<Value> {
+            (0..in_dims.len())
+                .map(|d| match reduced.iter().position(|&r| r == d) {
+                    Some(k) => ridx[k],
+                    None => idx[kept.iter().position(|&q| q == d).expect("kept dim")],
+                })
+                .collect()
+        };
+        let mut step = |s: &mut Self, ridx: &[Value]| -> R<()> {
+            match s.vvalue(x, &full(ridx))? {
+                Some(v) => {
+                    let a = s.b.use_var(acc);
+                    let c = s.vcombine(op, dt, a, v);
+                    s.b.def_var(acc, c);
+                }
+                None => missing = true,
+            }
+            Ok(())
+        };
+        let total: usize = red_dims.iter().product();
+        if !(pairwise::blocked(op, dt) && total as i64 > pairwise::BLOCK) {
+            // The body is emitted once (and runs zero times where a reduced extent is 0).
+            self.for_each_index(&red_dims, &mut |s, ridx| step(s, ridx))?;
+            return Ok(if missing { None } else { Some(self.b.use_var(acc)) });
+        }
+        // Long float sums/products: per lane, blocks of the innermost reduced axis, combined pairwise.
+        let pw = pairwise::Pairwise::new(self, vty, op);
+        let (outer, m) = (&red_dims[..red_dims.len() - 1], red_dims[red_dims.len() - 1] as i64);
+        self.for_each_index(outer, &mut |s, oidx| {
+            let (start, end) = (s.iconst(0), s.iconst(m));
+            s.for_step_by(start, end, pairwise::BLOCK, &mut |s, c| {
+                let bend = s.b.ins().iadd_imm_s(c, pairwise::BLOCK);
+                let bend = s.b.ins().smin(bend, end);
+                let init = scalar::reduce_identity(s, op, dt);
+                let vinit = s.b.ins().splat(vty, init);
+                s.b.def_var(acc, vinit);
+                s.for_range_from(c, bend, &mut |s, j| {
+                    let mut ridx = oidx.to_vec();
+                    ridx.push(j);
+                    step(s, &ridx)
+                })?;
+                let a = s.b.use_var(acc);
+                pw.push(s, a)
+            })
+        })?;
+        if missing {
+            return Ok(None);
+        }
+        pw.finish(self, vinit).map(Some)
+    }
+
+    /// A transcendental occurrence (see the module docs for the passes).
+    fn transcendental(&mut self, func: Func, dt: DType, arg: Var, idx: &[Value]) -> R<Option<Value>> {
+        let k = self.vs.next;
+        self.vs.next += 1;
+        let occ = self.vs.occs[k];
+        let width = self.vs.width as i64;
+        match occ.mode {
+            Mode::Spill => {
+                let Some(x) = self.vvalue(arg, idx)? else { return Ok(None) };
+                Ok(Some(self.spill_call(k, dt, x)?))
+            }
+            Mode::Tiled { pass } => {
+                let rel = self.vs.rel.ok_or_else(|| CompileError::Codegen("tile offset unset".into()))?;
+                let bytes = self.b.ins().imul_imm_s(rel, width);
+                let base = self.b.ins().stack_addr(types::I64, self.vs.bufs[&k], 0);
+                let addr = self.b.ins().iadd(base, bytes);
+                if pass < self.vs.pass {
+                    self.vs.next += occ.inner;
+                    let ty = self.vty(dt);
+                    return Ok(Some(self.b.ins().load(ty, mem(), addr, 0)));
+                }
+                let outer = self.vs.needed;
+                self.vs.needed = pass == self.vs.pass;
+                let x = self.vvalue(arg, idx);
+                self.vs.needed = outer;
+                let x = x?;
+                if pass == self.vs.pass {
+                    let x = x.ok_or_else(|| {
+                        CompileError::Codegen(format!("{func:?} argument not ready in pass {pass}"))
+                    })?;
+                    self.b.ins().store(mem(), x, addr, 0);
+                }
+                Ok(None)
+            }
+        }
+    }
+
+    /// Calls occurrence `k`'s tile function in place on `n` elements at `addr`.
+    pub(super) fn tile_call(&mut self, k: usize, addr: Value, n: Value) -> R<()> {
+        let Occ { func, dt, .. } = self.vs.occs[k];
+        let name = crate::runtime::math::tile_name(func, dt == DType::F64);
+        let fref = match self.callbacks.get(name) {
+            Some(r) => *r,
+            None => {
+                let mut sig = self.module.make_signature();
+                sig.params.extend([
+                    AbiParam::new(types::I64),
+                    AbiParam::new(types::I64),
+                    AbiParam::new(types::I64),
+                ]);
+                let id = self
+                    .module
+                    .declare_function(name, Linkage::Import, &sig)
+                    .map_err(|e| CompileError::Codegen(e.to_string()))?;
+                let r = self.module.declare_func_in_func(id, self.b.func);
+                self.callbacks.insert(name, r);
+                r
+            }
+        };
+        self.b.ins().call(fref, &[addr, addr, n]);
+        Ok(())
+    }
+
+    /// Spills `x` to the stack, runs occurrence `k`'s tile function on its lanes, reloads.
+    fn spill_call(&mut self, k: usize, dt: DType, x: Value) -> R<Value> {
+        let slot = match self.vs.spill {
+            Some(s) => s,
+            None => {
+                let s =
+                    self.b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 16, 4));
+                self.vs.spill = Some(s);
+                s
+            }
+        };
+        let addr = self.b.ins().stack_addr(types::I64, slot, 0);
+        self.b.ins().store(mem(), x, addr, 0);
+        let n = self.iconst(self.vs.lanes as i64);
+        self.tile_call(k, addr, n)?;
+        let ty = self.vty(dt);
+        Ok(self.b.ins().load(ty, mem(), addr, 0))
+    }
+}
