@@ -335,9 +335,10 @@ fn cost_report_multiplies_a_scan_body_by_its_length() {
 
 #[test]
 fn cost_report_counts_gemm_flops() {
+    // Contracting size 20 > SMALL_DOT_CONTRACTION (16): a gemm step, not a kernel.
     let mut f = Function::new();
-    let a = f.add_param(TensorType::new(DType::F32, [3, 4]));
-    let b = f.add_param(TensorType::new(DType::F32, [4, 5]));
+    let a = f.add_param(TensorType::new(DType::F32, [3, 20]));
+    let b = f.add_param(TensorType::new(DType::F32, [20, 5]));
     let dot = Prim::DotGeneral {
         lhs_contracting: vec![1],
         rhs_contracting: vec![0],
@@ -348,7 +349,7 @@ fn cost_report_counts_gemm_flops() {
     let c = f.push(dot, &[a, b], None).unwrap()[0];
     f.outputs.push(c);
     let r = compile_with(&f, &opts(1, None)).unwrap().cost_report();
-    assert_eq!((r.kernels, r.runtime_steps, r.flops), (0, 1, 2 * 3 * 4 * 5));
-    // Operands read and packed (2 × (48 + 80)), the 60-byte product written and copied out.
-    assert_eq!(r.bytes_moved, 2 * (48 + 80) + 60 + 120);
+    assert_eq!((r.kernels, r.runtime_steps, r.flops), (0, 1, 2 * 3 * 20 * 5));
+    // Operands read and packed (2 × (240 + 400)), the 60-byte product written and copied out.
+    assert_eq!(r.bytes_moved, 2 * (240 + 400) + 60 + 120);
 }
