@@ -21,6 +21,6 @@ pub mod population;
 
 pub use data::DataError;
 pub use model::{AgentState, CovidModel, Daily, UpdateForm, bernoulli_straight_through};
-pub use network::Network;
+pub use network::{DEGREE_BY_AGE_25011, DegreeMoments, Network};
 pub use params::CovidParams;
-pub use population::Population;
+pub use population::{Population, PopulationError};
