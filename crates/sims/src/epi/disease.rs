@@ -2,7 +2,7 @@
 //!
 //! Source: AdityaLab/GradABM @ 03b01892 (MIT), `abm_model.py` (the `SEIRMProgression` class, `lam`,
 //! `InfectionNetwork`) and `Data/Initialization/RandomNetworkParameters.csv`, as described in
-//! `shared/research/anchor-gradabm.md` §1.3–1.4. Flu (SIRS) is not implemented yet.
+//! `shared/research/anchor-gradabm.md` §1.3–1.4. Influenza (SIRS) constants are in [`flu`].
 
 /// Stage values of the SEIRM model. Stages are carried as `f32` so they can carry a tangent.
 pub mod stage {
@@ -97,4 +97,46 @@ pub fn gamma_pmf(len: usize, mean: f64, sd: f64) -> Vec<f32> {
     let shape = mean / scale;
     let cdf = |k: f64| regularized_gamma_p(shape, k / scale);
     (0..len).map(|k| (cdf(k as f64) - cdf(k as f64 - 1.0)) as f32).collect()
+}
+
+/// The published GradABM influenza model's constants (SIRS), from the same source
+/// (`abm_model.py`: `SIRSProgression`, the `Flu` branch of `GradABM.__init__`, and `step()`).
+pub mod flu {
+    /// Stage values of the SIRS model (`f32`, so they can carry a tangent).
+    pub mod stage {
+        /// Susceptible.
+        pub const S: f32 = 0.0;
+        /// Infected (infectious from the day after infection).
+        pub const I: f32 = 1.0;
+        /// Recovered.
+        pub const R: f32 = 2.0;
+    }
+
+    /// The reference's susceptibility logits by age group ("from CDC Table 1"); the 9th entry is
+    /// unused.
+    pub const SUSCEPTIBILITY_LOGITS: [f64; 9] = [13.2, 7.9, 7.4, 7.4, 7.4, 12.0, 12.0, 3.9, 3.9];
+
+    /// Susceptibility by age group: `25 · softmax(SUSCEPTIBILITY_LOGITS)` over all 9 entries, first 8
+    /// kept (about 19.0, 0.095, 0.058, 0.058, 0.058, 5.73, 5.73, 0.0010).
+    pub fn susceptibility() -> [f32; 8] {
+        let max = SUSCEPTIBILITY_LOGITS.iter().copied().fold(f64::MIN, f64::max);
+        let total: f64 = SUSCEPTIBILITY_LOGITS.iter().map(|l| (l - max).exp()).sum();
+        std::array::from_fn(|g| (25.0 * (SUSCEPTIBILITY_LOGITS[g] - max).exp() / total) as f32)
+    }
+
+    /// Infectiousness by stage S, I, R.
+    pub const INFECTIOUSNESS: [f32; 3] = [0.0, 0.72, 0.0];
+
+    /// Days from infected to recovered, `infected_to_recovered_time` in `step()`. An agent infected on
+    /// day `t` is due on day `t + 1 + 3.5`, i.e. recovers on day `t + 5`.
+    pub const DAYS_INFECTED: f32 = 3.5;
+
+    /// Days from recovered to susceptible, `recovered_to_susceptible_time`. The reference only applies
+    /// it where `next_stage_time == t`, which a half-day time never equals; so it never takes effect
+    /// and a recovered agent is susceptible again the day after recovering (see
+    /// [`crate::epi::flu`]).
+    pub const DAYS_RECOVERED: f32 = 2000.0;
+
+    /// The infectiousness-by-time Gamma: mean and sd in days (the reference's "scale" and "rate").
+    pub const GAMMA_MEAN_SD: (f64, f64) = (7.5, 2.14);
 }

@@ -1,4 +1,5 @@
-//! GradABM-style differentiable agent-based epidemics (issue 7, phase 1: the model core).
+//! GradABM-style differentiable agent-based epidemics (issue 7): COVID (SEIRM) and flu (SIRS)
+//! on loaded or generated populations.
 //!
 //! ```
 //! use kiln::prelude::*;
@@ -14,13 +15,15 @@
 
 pub mod data;
 pub mod disease;
+pub mod flu;
 pub mod model;
 pub mod network;
 pub mod params;
 pub mod population;
 
 pub use data::DataError;
+pub use flu::{FluDaily, FluModel};
 pub use model::{AgentState, CovidModel, Daily, UpdateForm, bernoulli_straight_through};
-pub use network::Network;
-pub use params::CovidParams;
-pub use population::Population;
+pub use network::{DEGREE_BY_AGE_25011, DegreeMoments, Network};
+pub use params::{CovidParams, FluParams};
+pub use population::{Population, PopulationError};

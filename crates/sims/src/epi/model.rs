@@ -80,11 +80,53 @@ pub fn bernoulli_straight_through(p: &Tensor, u: &Tensor) -> Tensor {
     &hard + &(&soft - &stop_gradient(&soft))
 }
 
-fn f32s(b: &Tensor) -> Tensor {
+/// The part of a day shared by COVID and flu: the contact network and the per-agent constants.
+pub(crate) struct Contacts<'a> {
+    /// `f32[N]` susceptibility / mean contacts.
+    pub(crate) scale: &'a Tensor,
+    /// `i32[E]` sources, sorted by destination.
+    pub(crate) src: &'a Tensor,
+    /// `i32[E]` destinations, non-decreasing.
+    pub(crate) dst: &'a Tensor,
+    /// `f32[days + 10]` infectiousness by days since infection.
+    pub(crate) pmf: &'a Tensor,
+}
+
+impl Contacts<'_> {
+    /// The day's newly exposed agents (`f32[N]`, straight-through 0/1): susceptible agents (stage
+    /// `susceptible`) drawn with `p = 1 − exp(−λ)`, `λ_i = R0 · scale_i · Σ_{j→i} A[stage_j] ·
+    /// G[t − t_inf_j]` over infected `j`; `A` = `infectiousness` by stage, `t` = `tf` (`f32[]`).
+    pub(crate) fn new_exposures(
+        &self,
+        s: &AgentState,
+        tf: &Tensor,
+        r0: &Tensor,
+        u: &Tensor,
+        infectiousness: &[f32],
+        susceptible: f32,
+    ) -> Tensor {
+        let n = self.scale.shape().dims()[0];
+        let last = self.pmf.shape().dims()[0] - 1;
+        let sd = stop_gradient(&s.stage);
+        let since = (tf - &s.t_infected).clip(0.0, last as f64).astype(DType::I32);
+        let by_stage = Tensor::from_vec(&[infectiousness.len()], infectiousness.to_vec())
+            .take(&sd.astype(DType::I32), 0);
+        // Infectiousness is data (detached stage, constant table): stop_gradient tells kiln's AD so,
+        // else the backward transposes the E-sized gather into a scatter every day (5x slower at 1 M).
+        let factor =
+            stop_gradient(&where_(&s.infected, &(&by_stage * &self.pmf.take(&since, 0)), &scalar(0.0)));
+        let pressure = factor.take(self.src, 0).segment_sum(self.dst, n);
+        let lambda = &(r0 * self.scale) * &pressure;
+        let p = 1.0 - (-&lambda).exp();
+        &f32s(&sd.eq(&scalar(susceptible))) * &bernoulli_straight_through(&p, u)
+    }
+}
+
+pub(crate) fn f32s(b: &Tensor) -> Tensor {
     b.astype(DType::F32)
 }
 
-fn scalar(v: f32) -> Tensor {
+pub(crate) fn scalar(v: f32) -> Tensor {
     Tensor::scalar(v)
 }
 
@@ -220,23 +262,14 @@ impl CovidModel {
         u: &Tensor,
         params: &CovidParams,
     ) -> (AgentState, (Tensor, Tensor)) {
-        let n = self.num_agents();
         let tf = t.astype(DType::F32);
         let week = t / 7.0;
         let (r0, mortality) = (params.r0.take(&week, 0), params.mortality.take(&week, 0));
         // The stage as data: infectiousness and the masks never carry a tangent (as the reference).
         let sd = stop_gradient(&s.stage);
         let is = |v: f32| sd.eq(&scalar(v));
-
-        // Infection pressure: λ_i = R0 · scale_i · Σ_{j→i} A[stage_j] · G[t − t_inf_j] over infected j.
-        let since = (&tf - &s.t_infected).clip(0.0, (self.days + 9) as f64).astype(DType::I32);
-        let by_stage =
-            Tensor::from_vec(&[5], disease::INFECTIOUSNESS.to_vec()).take(&sd.astype(DType::I32), 0);
-        let factor = where_(&s.infected, &(&by_stage * &self.pmf.take(&since, 0)), &scalar(0.0));
-        let pressure = factor.take(&self.src, 0).segment_sum(&self.dst, n);
-        let lambda = &(&r0 * &self.scale) * &pressure;
-        let p = 1.0 - (-&lambda).exp();
-        let newly_exposed = &f32s(&is(stage::S)) * &bernoulli_straight_through(&p, u);
+        let contacts = Contacts { scale: &self.scale, src: &self.src, dst: &self.dst, pmf: &self.pmf };
+        let newly_exposed = contacts.new_exposures(&s, &tf, &r0, u, &disease::INFECTIOUSNESS, stage::S);
 
         // Targets: agents leaving I today die with probability `mortality` (an expected value).
         let due = s.t_next.le(&tf);

@@ -28,3 +28,22 @@ impl CovidParams {
         }
     }
 }
+
+/// Influenza parameters: per-week R0 (day `t` uses week `t / 7`) and the initial infected
+/// percentage. `r0` is `f32[W]` with `W = ceil(days / 7)`, `initial_pct` is `f32[]` (percent).
+///
+/// The reference's bounds: R0 ∈ [1.05, 2.6], initial % ∈ [0.1, 5]; expert values 1.3 and 1.0.
+#[derive(Tree, Clone, Debug)]
+pub struct FluParams {
+    /// Basic reproduction number per week, `f32[W]`.
+    pub r0: Tensor,
+    /// Percentage of agents infected on day 0, `f32[]`.
+    pub initial_pct: Tensor,
+}
+
+impl FluParams {
+    /// The same R0 every week for a `days`-day run (concrete tensors).
+    pub fn constant(days: usize, r0: f32, initial_pct: f32) -> FluParams {
+        FluParams { r0: Tensor::full(&[days.div_ceil(7)], r0), initial_pct: Tensor::scalar(initial_pct) }
+    }
+}

@@ -1,8 +1,38 @@
 //! Agents and their contact network: the static part of a simulation.
 
 use super::data::{self, DataError};
-use super::network::{Network, SplitMix64};
+use super::network::{DEGREE_BY_AGE_25011, Network, SplitMix64};
 use std::path::Path;
+
+/// The most agents a generated population may have: the directed edges (about 7 per agent) must fit
+/// kiln's `i32` indices.
+pub const MAX_GENERATED_AGENTS: u64 = 200_000_000;
+
+/// Why a population could not be generated.
+#[derive(Debug, thiserror::Error)]
+pub enum PopulationError {
+    /// The age-group file could not be read or does not hold the county.
+    #[error(transparent)]
+    Data(#[from] DataError),
+    /// The age-group counts add up to zero agents.
+    #[error("cannot generate a population of {what}: it has no agents (age-group counts {counts:?})")]
+    NoAgents {
+        /// What was asked for, e.g. `county 25017`.
+        what: String,
+        /// The age-group counts given.
+        counts: [u64; 8],
+    },
+    /// More agents than [`MAX_GENERATED_AGENTS`].
+    #[error("cannot generate a population of {what}: {agents} agents is more than the {max} supported")]
+    TooManyAgents {
+        /// What was asked for.
+        what: String,
+        /// The agents asked for.
+        agents: u64,
+        /// [`MAX_GENERATED_AGENTS`].
+        max: u64,
+    },
+}
 
 /// A population: each agent's age group (0..=7: 0–19, 20–29, …, 80+) and the contact network.
 #[derive(Clone, Debug)]
@@ -62,8 +92,89 @@ impl Population {
         Population { ages, network }
     }
 
+    /// A generated population with exactly `counts[g]` agents in age group `g` (0–19, 20–29, …,
+    /// 80+), in a seeded random order, and a contact network with the published 25011 network's mean
+    /// and variance of the degree per age group ([`Network::contact_counts`] with
+    /// [`DEGREE_BY_AGE_25011`]). The same `counts` and `seed` give the same population. `what` names
+    /// it in errors.
+    ///
+    /// # Errors
+    /// [`PopulationError::NoAgents`] if the counts sum to zero, [`PopulationError::TooManyAgents`]
+    /// above [`MAX_GENERATED_AGENTS`].
+    pub fn from_age_counts(what: &str, counts: [u64; 8], seed: u64) -> Result<Population, PopulationError> {
+        let total: u64 = counts.iter().sum();
+        if total == 0 {
+            return Err(PopulationError::NoAgents { what: what.to_string(), counts });
+        }
+        if total > MAX_GENERATED_AGENTS {
+            let (what, max) = (what.to_string(), MAX_GENERATED_AGENTS);
+            return Err(PopulationError::TooManyAgents { what, agents: total, max });
+        }
+        let mut ages: Vec<u8> =
+            counts.iter().enumerate().flat_map(|(g, &c)| std::iter::repeat_n(g as u8, c as usize)).collect();
+        // Fisher–Yates, so that age groups are spread over the index range as in the real files.
+        let mut rng = SplitMix64(seed ^ 0x5EED_A6E5_0000_0001);
+        for i in (1..ages.len()).rev() {
+            ages.swap(i, rng.below(i as u64 + 1) as usize);
+        }
+        let network = Network::contact_counts(&ages, &DEGREE_BY_AGE_25011, seed);
+        Ok(Population { ages, network })
+    }
+
+    /// A generated population of county `fips` from the bundled `gradabm_ma_county_age_groups.csv`
+    /// (see [`Population::from_age_counts`]). The agents are the sum of the age-group counts, which
+    /// for 25017 and 25025 differs slightly from the file's `num_agents` column (Middlesex, 25017:
+    /// 1,565,942 agents vs 1,565,933).
+    ///
+    /// # Errors
+    /// [`PopulationError::Data`] naming the file and listing its counties if `fips` is not in it;
+    /// [`PopulationError::NoAgents`] for a county with zero counts.
+    pub fn county(fips: u32, seed: u64) -> Result<Population, PopulationError> {
+        Population::county_from(&data::bundled("gradabm_ma_county_age_groups.csv"), fips, seed)
+    }
+
+    /// As [`Population::county`], from the age-group file `path`
+    /// (`fips,num_agents,AGE_0_19,…,AGE_80`).
+    ///
+    /// # Errors
+    /// As [`Population::county`].
+    pub fn county_from(path: &Path, fips: u32, seed: u64) -> Result<Population, PopulationError> {
+        let groups = data::load_county_age_groups(path, fips)?;
+        Population::from_age_counts(&format!("county {fips}"), groups.counts, seed)
+    }
+
+    /// A generated population of `num_agents` agents with county `fips`'s age mix: the counts are
+    /// the county's shares of `num_agents` rounded by largest remainder, so they sum to exactly
+    /// `num_agents` (e.g. a 1 M-agent Middlesex for benchmarks).
+    ///
+    /// # Errors
+    /// As [`Population::county`]; [`PopulationError::NoAgents`] for `num_agents == 0`.
+    pub fn county_scaled(fips: u32, num_agents: u64, seed: u64) -> Result<Population, PopulationError> {
+        let groups = data::load_county_age_groups(&data::bundled("gradabm_ma_county_age_groups.csv"), fips)?;
+        let counts = scaled_counts(&groups.counts, num_agents);
+        Population::from_age_counts(&format!("county {fips} scaled to {num_agents} agents"), counts, seed)
+    }
+
     /// Number of agents.
     pub fn num_agents(&self) -> usize {
         self.ages.len()
     }
+}
+
+/// `counts` scaled to sum to `total` by largest remainder (ties to the lower group); all zeros if
+/// `counts` sums to zero.
+pub fn scaled_counts(counts: &[u64; 8], total: u64) -> [u64; 8] {
+    let sum: u64 = counts.iter().sum();
+    if sum == 0 {
+        return [0; 8];
+    }
+    let exact: Vec<u128> = counts.iter().map(|&c| u128::from(c) * u128::from(total)).collect();
+    let mut out: [u64; 8] = std::array::from_fn(|g| (exact[g] / u128::from(sum)) as u64);
+    let mut order: Vec<usize> = (0..8).collect();
+    order.sort_by_key(|&g| std::cmp::Reverse(exact[g] % u128::from(sum)));
+    let short = total - out.iter().sum::<u64>();
+    for &g in order.iter().take(short as usize) {
+        out[g] += 1;
+    }
+    out
 }
