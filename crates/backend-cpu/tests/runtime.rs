@@ -2,6 +2,8 @@
 //! interpreter, sort without per-step allocation, the debug dump, and `cost_report` on hand-computed
 //! programs.
 
+mod common;
+
 use kiln_backend_cpu::{CompileOptions, Executable, compile_with};
 use kiln_ir::*;
 use std::alloc::{GlobalAlloc, Layout, System};
@@ -63,13 +65,24 @@ fn scalar_const(f: &mut Function, v: f32, dims: &[usize]) -> Var {
 }
 
 /// Runs `f` compiled with 1, 2 and 4 threads (at the default threshold, and splitting every kernel)
-/// and checks all results are bitwise equal to each other and to the interpreter's.
+/// and checks all results are bitwise equal to each other, and equal to the interpreter's (with the
+/// JIT's vmath transcendentals, `common::eval_vmath_bound`) within its reassociation bound for sums
+/// over an innermost axis (0, so bitwise, when there is none).
 fn same_for_every_thread_count(f: &Function, args: &[Array]) {
-    let want = eval(f, args).unwrap();
+    let (want, bound) = common::eval_vmath_bound(f, args);
+    let serial = compile_with(f, &opts(1, Some(u64::MAX))).unwrap().run(args).unwrap();
+    for (g, w) in serial.iter().zip(&want) {
+        let close = g
+            .to_f64_vec()
+            .iter()
+            .zip(w.to_f64_vec())
+            .all(|(&a, b)| common::same(a, b) || (a - b).abs() <= bound);
+        assert!(close && g.ty() == w.ty(), "serial run differs from the interpreter (bound {bound})");
+    }
     for (threads, min) in [(1, None), (2, None), (4, None), (2, Some(0)), (4, Some(0)), (3, Some(1000))] {
         let got = compile_with(f, &opts(threads, min)).unwrap().run(args).unwrap();
-        for (g, w) in got.iter().zip(&want) {
-            assert!(g.bitwise_eq(w), "{threads} threads (min task work {min:?}) differ from the interpreter");
+        for (g, s) in got.iter().zip(&serial) {
+            assert!(g.bitwise_eq(s), "{threads} threads (min task work {min:?}) differ from one thread");
         }
     }
 }
@@ -299,15 +312,15 @@ fn cost_report_of_x_times_y_plus_one() {
     f.outputs.push(s);
     let r = compile_with(&f, &opts(1, None)).unwrap().cost_report();
     assert_eq!((r.kernels, r.runtime_steps, r.while_loops), (1, 0, 0));
-    // One fused kernel: reads x, y (4000 bytes each) and the f32 constant (4), writes 4000; then the
-    // result is copied into the returned array (4000 read + 4000 written).
-    assert_eq!(r.bytes_moved, 4000 + 4000 + 4 + 4000 + 8000);
+    // One fused kernel: reads x, y (4000 bytes each) and the f32 constant (4), writes its 4000 bytes
+    // straight into the returned array.
+    assert_eq!(r.bytes_moved, 4000 + 4000 + 4 + 4000);
     assert_eq!(r.flops, 2 * 1000, "a mul and an add per element");
-    assert_eq!(r.arena_bytes, 4032, "the kernel's output, rounded up to 64 bytes");
+    assert_eq!(r.arena_bytes, 4032, "the output's spill slot for donation, rounded up to 64 bytes");
     assert!(r.compile_time.as_nanos() > 0);
     let text = r.to_string();
     assert!(
-        text.contains("1 kernels") && text.contains("20004 bytes") && text.contains("2000 flops"),
+        text.contains("1 kernels") && text.contains("12004 bytes") && text.contains("2000 flops"),
         "{text}"
     );
 }
@@ -317,10 +330,9 @@ fn cost_report_multiplies_a_scan_body_by_its_length() {
     // 10 steps of c*0.5 + sin(c) on f32[100].
     let r = compile_with(&big_scan(10, &[100]), &opts(1, None)).unwrap().cost_report();
     assert_eq!((r.kernels, r.runtime_steps), (1, 1), "the body's kernel and the scan step");
-    // Per step: the kernel reads c (400) and 0.5 (4) and writes 400, and the body copies its 400-byte
-    // result out (800). The carry is copied in and out of the loop once (2 × 800). The top level
-    // copies its 400-byte result out (800).
-    assert_eq!(r.bytes_moved, 10 * (400 + 4 + 400 + 800) + 2 * 800 + 800);
+    // Per step: the kernel reads c (400) and 0.5 (4) and writes 400 straight into the next carry
+    // buffer (the last step into the returned array). Nothing else is copied.
+    assert_eq!(r.bytes_moved, 10 * (400 + 4 + 400));
     assert_eq!(r.flops, 10 * 100 * 3, "mul, sin, add per element per step");
 }
 
@@ -340,6 +352,6 @@ fn cost_report_counts_gemm_flops() {
     f.outputs.push(c);
     let r = compile_with(&f, &opts(1, None)).unwrap().cost_report();
     assert_eq!((r.kernels, r.runtime_steps, r.flops), (0, 1, 2 * 3 * 4 * 5));
-    // Operands read and packed (2 × (48 + 80)), the 60-byte product written and copied out.
-    assert_eq!(r.bytes_moved, 2 * (48 + 80) + 60 + 120);
+    // Row-major operands read in place by the gemm (48 + 80), the 60-byte product written in place.
+    assert_eq!(r.bytes_moved, 48 + 80 + 60);
 }
