@@ -1,6 +1,8 @@
 //! Lowering a [`Function`] to steps over buffers: fusion decides the kernels, each kernel or runtime
 //! step gets its operands' locations, and intermediate buffers are placed in one arena by liveness
-//! (first fit over freed blocks), so buffers whose lifetimes do not overlap share memory.
+//! (first fit over freed blocks), so buffers whose lifetimes do not overlap share memory. A computed
+//! output is written by its step straight into the caller's buffer (`Loc::Out`), never through the
+//! arena: a scan body thus writes its carries and `ys` where the loop wants them.
 
 use crate::codegen::Jit;
 use crate::cost::{self, Traffic};

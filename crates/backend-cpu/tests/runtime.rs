@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 /// Counts allocations made by threads that opted in (other tests run in parallel threads).
 struct Counting;
 static ALLOCS: AtomicUsize = AtomicUsize::new(0);
+static BYTES: AtomicUsize = AtomicUsize::new(0);
 thread_local! {
     static COUNTED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
@@ -20,6 +21,7 @@ unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, l: Layout) -> *mut u8 {
         if COUNTED.with(|c| c.get()) {
             ALLOCS.fetch_add(1, Ordering::Relaxed);
+            BYTES.fetch_add(l.size(), Ordering::Relaxed);
         }
         // SAFETY: the caller upholds `alloc`'s contract.
         unsafe { System.alloc(l) }
@@ -39,6 +41,15 @@ fn allocations(f: impl FnOnce()) -> usize {
     f();
     COUNTED.with(|c| c.set(false));
     ALLOCS.load(Ordering::Relaxed) - before
+}
+
+/// Bytes allocated by this thread while `f` runs.
+fn allocated_bytes(f: impl FnOnce()) -> usize {
+    let before = BYTES.load(Ordering::Relaxed);
+    COUNTED.with(|c| c.set(true));
+    f();
+    COUNTED.with(|c| c.set(false));
+    BYTES.load(Ordering::Relaxed) - before
 }
 
 fn opts(threads: usize, min_task_work: Option<u64>) -> CompileOptions {
@@ -354,4 +365,31 @@ fn cost_report_counts_gemm_flops() {
     assert_eq!((r.kernels, r.runtime_steps, r.flops), (0, 1, 2 * 3 * 4 * 5));
     // Row-major operands read in place by the gemm (48 + 80), the 60-byte product written in place.
     assert_eq!(r.bytes_moved, 48 + 80 + 60);
+}
+
+#[test]
+fn steady_calls_reuse_the_arena_and_allocate_only_their_results() {
+    // cumsum(x) (a runtime step into a 1 MiB arena buffer), then * 2 (a kernel into the result).
+    let n = 1 << 18;
+    let mut f = Function::new();
+    let x = f.add_param(TensorType::new(DType::F32, [n]));
+    let c =
+        f.push(Prim::Cumulative { op: CumulativeOp::Sum, axis: 0, reverse: false }, &[x], None).unwrap()[0];
+    let two = scalar_const(&mut f, 2.0, &[n]);
+    let y = binary(&mut f, BinaryOp::Mul, c, two);
+    f.outputs.push(y);
+    let exe = compile_with(&f, &opts(1, None)).unwrap();
+    let arena = exe.cost_report().arena_bytes;
+    assert!(arena >= 4 * n, "the cumsum buffer lives in the arena ({arena} bytes)");
+    let arg = f32s(&[n], 12);
+    let want = eval(&f, std::slice::from_ref(&arg)).unwrap();
+    let first =
+        allocated_bytes(|| assert!(exe.run(std::slice::from_ref(&arg)).unwrap()[0].bitwise_eq(&want[0])));
+    let steady =
+        allocated_bytes(|| assert!(exe.run(std::slice::from_ref(&arg)).unwrap()[0].bitwise_eq(&want[0])));
+    assert!(first >= arena + 4 * n, "the first call allocates the arena and the result ({first} bytes)");
+    assert!(
+        steady < 4 * n + 4096,
+        "a steady call allocates its 1 MiB result and a few words ({steady} bytes)"
+    );
 }
