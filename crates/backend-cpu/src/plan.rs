@@ -370,11 +370,11 @@ fn compile_at(
             .chain(d.outputs.iter().filter(|v| last_use[v.index()].is_none()));
         let mut freed: Vec<Var> = Vec::new();
         for v in dead {
-            if let Some(Loc::Arena(off)) = loc[v.index()] {
-                if !freed.contains(v) {
-                    arena.release(off, bytes(f.var_type(*v)));
-                    freed.push(*v);
-                }
+            if let Some(Loc::Arena(off)) = loc[v.index()]
+                && !freed.contains(v)
+            {
+                arena.release(off, bytes(f.var_type(*v)));
+                freed.push(*v);
             }
         }
         steps.push(Step { op: d.op, inputs, outputs, scratch, traffic: d.traffic });

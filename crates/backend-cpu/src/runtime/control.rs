@@ -221,11 +221,8 @@ impl Control {
                         return;
                     }
                     let (mut cur, mut nxt) = (scratch.add(frame.a), scratch.add(frame.b));
-                    for k in 0..*nc {
-                        ins[k] = input(k);
-                    }
-                    for k in 0..*nk {
-                        ins[nc + k] = input(nc + k);
+                    for (k, p) in ins[..nc + nk].iter_mut().enumerate() {
+                        *p = input(k);
                     }
                     for t in 0..*length {
                         let s = if *reverse { length - 1 - t } else { t };
