@@ -85,6 +85,8 @@ fn eval_cost(prim: &Prim) -> EvalCost {
         Prim::Binary(op) => binary_cost(*op),
         Prim::Compare(_) | Prim::Select | Prim::Clamp | Prim::Reduce { .. } => cost(1, 1),
         Prim::ArgReduce { .. } => cost(2, 1),
+        // A small dot_general kernel (fusion's `SMALL_DOT_CONTRACTION`): one multiply-add per step.
+        Prim::DotGeneral { .. } => cost(2, 2),
         Prim::ConvertElementType { .. } | Prim::BitcastConvertType { .. } => cost(1, 0),
         // Index maps with clamps or selects.
         Prim::DynamicSlice { .. }
@@ -103,7 +105,6 @@ fn eval_cost(prim: &Prim) -> EvalCost {
         // Runtime steps never reach a kernel.
         Prim::Cumulative { .. }
         | Prim::Sort { .. }
-        | Prim::DotGeneral { .. }
         | Prim::Scatter { .. }
         | Prim::SegmentSum { .. }
         | Prim::Threefry2x32
@@ -136,6 +137,9 @@ pub(crate) fn kernel_work(f: &Function, root: usize, inlined: &[usize], leaves: 
     let loop_len: u64 = match &e.prim {
         Prim::Reduce { axes, .. } => axes.iter().map(|&a| in_dims(0)[a] as u64).product(),
         Prim::ArgReduce { axis, .. } => in_dims(0)[*axis] as u64,
+        Prim::DotGeneral { lhs_contracting, .. } => {
+            lhs_contracting.iter().map(|&a| in_dims(0)[a] as u64).product()
+        }
         _ => 1,
     };
     let per_eval = std::iter::once(root).chain(inlined.iter().copied()).map(|i| eval_cost(&f.eqns[i].prim));

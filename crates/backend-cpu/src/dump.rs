@@ -83,6 +83,7 @@ fn loc(l: &Loc) -> String {
         Loc::Param(i) => format!("param {i}"),
         Loc::Const(i) => format!("const {i}"),
         Loc::Arena(o) => format!("arena+{o}"),
+        Loc::Out(k) => format!("output {k}"),
     }
 }
 

@@ -1,6 +1,8 @@
 //! Lowering a [`Function`] to steps over buffers: fusion decides the kernels, each kernel or runtime
 //! step gets its operands' locations, and intermediate buffers are placed in one arena by liveness
-//! (first fit over freed blocks), so buffers whose lifetimes do not overlap share memory.
+//! (first fit over freed blocks), so buffers whose lifetimes do not overlap share memory. A computed
+//! output is written by its step straight into the caller's buffer (`Loc::Out`), never through the
+//! arena: a scan body thus writes its carries and `ys` where the loop wants them.
 
 use crate::codegen::Jit;
 use crate::cost::{self, Traffic};
@@ -97,8 +99,8 @@ fn runtime_op(
                 *preferred_element_type,
             )?;
             let s = d.scratch_bytes();
-            // Packing writes and gemm reads a copy of both operands.
-            let t = Traffic::new(2 * in_bytes + out_bytes, d.flops());
+            // Operands read in place cost one read; packed ones are also written and read again.
+            let t = Traffic::new(in_bytes + out_bytes + d.packing_bytes(), d.flops());
             Ok((Op::Dot(d), s, t))
         }
         Prim::Threefry2x32 => {
@@ -207,7 +209,7 @@ pub fn compile_with(f: &Function, options: &CompileOptions) -> Result<Executable
     let start = Instant::now();
     let threads = Threads::new(options.threads);
     let folder = options.dump_dir.as_ref().map(|d| dump::new_folder(d, f));
-    compile_at(f, &threads, options.min_task_work, folder.as_deref(), start)
+    compile_at(f, &threads, options.min_task_work, folder.as_deref(), start, true)
 }
 
 /// The equations inlined into the kernel rooted at `root`, in program order.
@@ -229,13 +231,15 @@ fn inlined_eqns(f: &Function, root: usize, inline: &[Option<usize>]) -> Vec<usiz
 }
 
 /// [`compile_with`] with the pool resolved and the dump folder chosen (`None`: no dump); control-flow
-/// bodies are compiled through here too, into sub-folders of the dump.
+/// bodies are compiled through here too, into sub-folders of the dump. `top`: a function the user
+/// calls (which may be given donated buffers), not a control-flow body.
 fn compile_at(
     f: &Function,
     threads: &Threads,
     min_task: Option<u64>,
     folder: Option<&Path>,
     start: Instant,
+    top: bool,
 ) -> Result<Executable, CompileError> {
     let roles = fusion::assign(f);
     let mut inline = vec![None; f.vars.len()];
@@ -276,7 +280,7 @@ fn compile_at(
             Role::Runtime => {
                 let sub = |g: &Function, label: &str| {
                     let at = folder.map(|d| dump::sub_folder(d, step, e.prim.name(), label));
-                    compile_at(g, threads, min_task, at.as_deref(), Instant::now())
+                    compile_at(g, threads, min_task, at.as_deref(), Instant::now(), false)
                 };
                 let (op, scratch_bytes, traffic) = runtime_op(f, &e.prim, &e.inputs, &e.outputs, &sub)?;
                 if let Some(t) = &mut text {
@@ -297,6 +301,7 @@ fn compile_at(
                                 .collect();
                             format!("runs {}; {}", c.trips(), subs.join("; "))
                         }
+                        Op::Dot(d) => d.describe(),
                         _ => String::new(),
                     };
                     t.runtime(f, step, i, &note);
@@ -311,16 +316,18 @@ fn compile_at(
             }
         }
     }
-    // 2. Liveness: the last step reading each variable; outputs live to the end.
+    // 2. Liveness: the last step reading each variable (outputs live in the caller's buffers).
     let mut last_use = vec![None; f.vars.len()];
     for (s, d) in drafts.iter().enumerate() {
         for v in &d.inputs {
             last_use[v.index()] = Some(s);
         }
     }
-    let mut pinned = vec![false; f.vars.len()];
-    for v in &f.outputs {
-        pinned[v.index()] = true;
+    // Each computed output is written straight into the caller's buffer by its step: the first
+    // output slot holding that variable (a repeat is copied from it at the end).
+    let mut out_slot: Vec<Option<usize>> = vec![None; f.vars.len()];
+    for (k, v) in f.outputs.iter().enumerate().rev() {
+        out_slot[v.index()] = Some(k);
     }
     // 3. Locations: parameters and constants in place, the rest in the arena.
     let mut loc: Vec<Option<Loc>> = vec![None; f.vars.len()];
@@ -339,7 +346,10 @@ fn compile_at(
     for (s, d) in drafts.into_iter().enumerate() {
         // Outputs are placed before inputs are freed: a step never writes over what it reads.
         for v in &d.outputs {
-            loc[v.index()] = Some(Loc::Arena(arena.alloc(bytes(f.var_type(*v)))));
+            loc[v.index()] = Some(match out_slot[v.index()] {
+                Some(k) => Loc::Out(k),
+                None => Loc::Arena(arena.alloc(bytes(f.var_type(*v)))),
+            });
         }
         // Scratch is only live during the step; a step without any takes no arena space.
         let scratch = if d.scratch_bytes > 0 { arena.alloc(d.scratch_bytes) } else { 0 };
@@ -360,11 +370,11 @@ fn compile_at(
             .chain(d.outputs.iter().filter(|v| last_use[v.index()].is_none()));
         let mut freed: Vec<Var> = Vec::new();
         for v in dead {
-            if let (Some(Loc::Arena(off)), false) = (loc[v.index()], pinned[v.index()]) {
-                if !freed.contains(v) {
-                    arena.release(off, bytes(f.var_type(*v)));
-                    freed.push(*v);
-                }
+            if let Some(Loc::Arena(off)) = loc[v.index()]
+                && !freed.contains(v)
+            {
+                arena.release(off, bytes(f.var_type(*v)));
+                freed.push(*v);
             }
         }
         steps.push(Step { op: d.op, inputs, outputs, scratch, traffic: d.traffic });
@@ -374,6 +384,21 @@ fn compile_at(
         .iter()
         .map(|v| loc[v.index()].ok_or_else(|| CompileError::Codegen(format!("output {v:?} has no buffer"))))
         .collect::<Result<Vec<_>, _>>()?;
+    // A user-called function gets a spill slot per output written by a step, above everything else
+    // in the arena: where that output is computed when its donated buffer is still read by that or a
+    // later step (`runtime/donate.rs`). Untouched otherwise, so its pages are never faulted in.
+    let spill: Vec<Option<usize>> = outputs
+        .iter()
+        .enumerate()
+        .map(|(k, l)| match l {
+            Loc::Out(j) if top && *j == k => {
+                let size = bytes(f.var_type(f.outputs[k])).max(1).next_multiple_of(ALIGN);
+                arena.top += size;
+                Some(arena.top - size)
+            }
+            _ => None,
+        })
+        .collect();
     let (kernels, code, clif_text) = jit.finish()?;
     // Kernel k's Cranelift IR text at index k (empty unless dumping).
     let clif: Vec<Option<String>> = (0..kernels.len()).map(|k| clif_text.get(k).cloned()).collect();
@@ -382,6 +407,7 @@ fn compile_at(
         output_types: f.output_types(),
         steps,
         outputs,
+        spill,
         consts,
         arena_bytes: arena.top,
         kernels,

@@ -176,15 +176,14 @@ impl Control {
     }
 
     /// Adds the sub-functions' step counts to `r`; returns the per-execution traffic: the bodies'
-    /// (a scan's times its length, a while loop's once, a cond's costlier branch) plus the copies of
-    /// the loop state in and out.
+    /// (a scan's times its length, a while loop's once, a cond's costlier branch) plus a while loop's
+    /// copies of its state in and out.
     pub(crate) fn tally(&self, r: &mut CostReport) -> Traffic {
         let state_copies = |f: &Frame| Traffic::new(4 * f.state_bytes.iter().sum::<usize>(), 0);
         match self {
             Control::Call { body, .. } => body.tally(r),
-            Control::Scan { body, frame, length, .. } => {
-                body.tally(r).times(*length).add(state_copies(frame))
-            }
+            // The carries are read in place at the first step and written in place at the last.
+            Control::Scan { body, length, .. } => body.tally(r).times(*length),
             Control::While { cond, body, frame, .. } => {
                 r.while_loops += 1;
                 cond.tally(r).add(body.tally(r)).add(state_copies(frame))
@@ -210,23 +209,26 @@ impl Control {
                     body.run_raw(ins, outs, scratch.add(frame.sub));
                 }
                 Control::Scan { body, frame, length, reverse, nc, nk, x_bytes, y_bytes } => {
+                    // The first step reads the initial carries where they are and the last writes the
+                    // final ones into the step's outputs; steps in between alternate between the two
+                    // carry buffers. The body writes its carries and ys in place (`Loc::Out`), so a step
+                    // copies nothing but outputs that are inputs (an identity carry `c -> c`).
                     let (ins, outs, _) = frame.tables(scratch);
-                    let (mut cur, mut nxt) = (scratch.add(frame.a), scratch.add(frame.b));
-                    for k in 0..*nk {
-                        std::ptr::copy_nonoverlapping(
-                            input(nc + k),
-                            cur.add(frame.state_offs[k]),
-                            frame.state_bytes[k],
-                        );
+                    if *length == 0 {
+                        for k in 0..*nk {
+                            std::ptr::copy_nonoverlapping(input(nc + k), output(k), frame.state_bytes[k]);
+                        }
+                        return;
                     }
-                    for k in 0..*nc {
-                        ins[k] = input(k);
+                    let (mut cur, mut nxt) = (scratch.add(frame.a), scratch.add(frame.b));
+                    for (k, p) in ins[..nc + nk].iter_mut().enumerate() {
+                        *p = input(k);
                     }
                     for t in 0..*length {
                         let s = if *reverse { length - 1 - t } else { t };
+                        let last = t + 1 == *length;
                         for k in 0..*nk {
-                            ins[nc + k] = cur.add(frame.state_offs[k]);
-                            outs[k] = nxt.add(frame.state_offs[k]);
+                            outs[k] = if last { output(k) } else { nxt.add(frame.state_offs[k]) };
                         }
                         for (k, xb) in x_bytes.iter().enumerate() {
                             ins[nc + nk + k] = input(nc + nk + k).add(s * xb);
@@ -236,13 +238,9 @@ impl Control {
                         }
                         body.run_raw(ins, outs, scratch.add(frame.sub));
                         std::mem::swap(&mut cur, &mut nxt);
-                    }
-                    for k in 0..*nk {
-                        std::ptr::copy_nonoverlapping(
-                            cur.add(frame.state_offs[k]),
-                            output(k),
-                            frame.state_bytes[k],
-                        );
+                        for k in 0..*nk {
+                            ins[nc + k] = cur.add(frame.state_offs[k]);
+                        }
                     }
                 }
                 Control::While { cond, body, frame, cc, bc, max_iters } => {

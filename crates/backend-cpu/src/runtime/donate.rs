@@ -7,12 +7,17 @@
 //! 2. any other output takes, in output order, the first unused donated buffer of exactly its type
 //!    that no output reads (`Loc::Param`) at the end of the call.
 //!
-//! Soundness rests on one property of `run_raw`: output buffers are written only by its final copy
-//! loop, after every step has run, output `k` from its location. So a donated buffer that becomes
-//! output `k` may still be read by every step; rule 1's copy is onto itself (`ptr::copy` allows it);
-//! rule 2 never picks a buffer that an output copy reads, so no copy reads a clobbered buffer. A donated
-//! argument that is not row-major is read through a row-major copy and its buffer is not reused.
+//! Soundness: output `k` is written either by the step that computes it (`Loc::Out(k)`, step `w`)
+//! or, for outputs that are parameters, constants or repeats, by `run_raw`'s final copy loop after
+//! every step. Rule 1's copy is onto itself (`ptr::copy` allows it). Rule 2 never picks a buffer that
+//! a final copy reads. A donated buffer taken by an output written at step `w` that is still read by
+//! a step from `w` on (the usual case: `u ↦ step(u)` reads `u` in the step writing the result) is
+//! not written by that step: the output is computed in its spill slot of the arena (reserved by the
+//! plan for user-called functions) and copied into the donated buffer after the last step. So no
+//! step or copy reads a clobbered buffer. A donated argument that is not row-major is read through a
+//! row-major copy and its buffer is not reused.
 
+use super::fresh::Fresh;
 use super::{Aligned, ArgumentError, Executable, Loc, contiguous_copy, data_ptr, data_ptr_mut};
 use kiln_ir::{Array, TensorType};
 
@@ -107,27 +112,51 @@ impl Executable {
             .collect();
         // Moving an `Array` moves its header, not its heap buffer: `ins` stay valid.
         let mut args: Vec<Option<Arg<'_>>> = args.into_iter().map(Some).collect();
-        let mut outs: Vec<Array> = self
+        let mut outs: Vec<Result<Array, Fresh>> = self
             .output_types
             .iter()
             .enumerate()
             .map(|(k, ty)| match donor.get(k).copied().flatten().and_then(|i| args[i].take()) {
-                Some(Arg::Donated(a)) => a,
-                Some(Arg::Borrowed(_)) | None => Array::zeros(ty),
+                Some(Arg::Donated(a)) => Ok(a),
+                Some(Arg::Borrowed(_)) | None => Err(Fresh::new(ty)),
             })
             .collect();
-        let out_ptrs: Vec<*mut u8> = outs.iter_mut().map(data_ptr_mut).collect();
+        let mut out_ptrs: Vec<*mut u8> =
+            outs.iter_mut().map(|o| o.as_mut().map_or_else(Fresh::ptr, data_ptr_mut)).collect();
         let arena = self.pool.lock().map(|mut p| p.pop()).unwrap_or(None);
         let arena = arena.unwrap_or_else(|| Aligned::zeroed(self.arena_bytes));
+        // Outputs whose donated buffer is read too late are computed in their spill slot.
+        let spilled = |k: usize| {
+            self.spill[k].is_some()
+                && donor.get(k).copied().flatten().is_some_and(|i| self.read_after_write(i, k))
+        };
+        for (k, p) in out_ptrs.iter_mut().enumerate() {
+            if let (true, Some(off)) = (spilled(k), self.spill[k]) {
+                // SAFETY: the plan placed the spill slot inside the arena.
+                *p = unsafe { arena.ptr().add(off) };
+            }
+        }
         // SAFETY: `ins` point to row-major data of the parameter types (checked above), `out_ptrs` to
-        // row-major arrays of the output types: fresh ones, or donated buffers chosen so that no step
-        // or output copy reads them after `run_raw` writes them (module docs). The arena has
+        // row-major buffers of the output types: fresh arrays, spill slots, or donated buffers that no
+        // step or output copy reads after `run_raw` writes them (module docs). The arena has
         // `arena_bytes` bytes and is used by this call only.
         unsafe { self.run_raw(&ins, &out_ptrs, arena.ptr()) };
+        for (k, out) in outs.iter_mut().enumerate() {
+            if let (true, Ok(out)) = (spilled(k), out) {
+                let bytes = self.output_types[k].shape.size() * self.output_types[k].dtype.size_bytes();
+                // SAFETY: the spill slot holds output `k`, `out` has its type; they do not overlap.
+                unsafe { std::ptr::copy_nonoverlapping(out_ptrs[k].cast_const(), data_ptr_mut(out), bytes) };
+            }
+        }
         if let Ok(mut p) = self.pool.lock() {
             p.push(arena);
         }
-        Ok(outs)
+        let arrays = outs.into_iter().zip(&self.output_types).map(|(o, ty)| match o {
+            Ok(donated) => donated,
+            // SAFETY: `run_raw` wrote every element of every output (see `fresh.rs`).
+            Err(fresh) => unsafe { fresh.finish(ty) },
+        });
+        Ok(arrays.collect())
     }
 
     /// For each output, the donated argument whose buffer it takes, if any (rules in the module docs).
@@ -144,8 +173,9 @@ impl Executable {
                 donor[k] = Some(i);
             }
         }
-        // 2. Other outputs take a donated buffer of their type that no output copy reads.
+        // 2. Other outputs take a donated buffer of their type that nothing reads once it is written.
         let read_at_end = |i: usize| self.outputs.iter().any(|l| matches!(l, Loc::Param(j) if *j == i));
+
         for k in 0..self.outputs.len() {
             if donor[k].is_some() {
                 continue;
@@ -154,10 +184,21 @@ impl Executable {
                 reusable(*i)
                     && !donor.contains(&Some(*i))
                     && !read_at_end(*i)
+                    && (self.spill[k].is_some() || !self.read_after_write(*i, k))
                     && self.param_types[*i] == self.output_types[k]
             };
             donor[k] = (0..n).find(fits);
         }
         donor
+    }
+
+    /// Whether a step reads parameter `i` at or after the step that writes output `k` in place.
+    fn read_after_write(&self, i: usize, k: usize) -> bool {
+        let reads = |s: &super::Step| s.inputs.iter().any(|l| matches!(l, Loc::Param(j) if *j == i));
+        let writes = |s: &super::Step| s.outputs.iter().any(|l| matches!(l, Loc::Out(j) if *j == k));
+        match self.steps.iter().position(writes) {
+            Some(w) => self.steps[w..].iter().any(reads),
+            None => false,
+        }
     }
 }

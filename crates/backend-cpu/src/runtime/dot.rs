@@ -1,17 +1,21 @@
-//! `dot_general`: both operands are packed (transposed) into `[batch, m, k]` and `[batch, k, n]` in
-//! scratch space, then each batch is one gemm into the `[batch, m, n]` result — which is exactly the
-//! result layout (batch dims, lhs free dims, rhs free dims). f32/f64 go through matrixmultiply
-//! (blocked, FMA: not bitwise equal to the interpreter's sequential sum; within a reduction
-//! tolerance); ints wrap and bool is or-of-ands, both exact in any order. With a
-//! `preferred_element_type` other than the operands' dtype, packing converts each element (XLA's
-//! `convert`, as the interpreter does before its dot), so the gemm runs in the result dtype.
+//! `dot_general` as one gemm per batch into the `[batch, m, n]` result — exactly the result layout
+//! (batch dims, lhs free dims, rhs free dims). Each operand is read in place with its strides when
+//! its free dims and its contracting dims each collapse to one strided axis (the common case: any
+//! matmul of row-major or transposed matrices, batch dims anywhere); only otherwise (free or
+//! contracting dims interleaved so that no single stride walks them) is it packed into scratch as
+//! `[batch, rows, cols]`. matrixmultiply packs its own panels internally, so strides change which
+//! elements it copies, never its summation order: results are bitwise the same whether an operand
+//! is read in place or packed. f32/f64 go through matrixmultiply (blocked, FMA: not bitwise equal to
+//! the interpreter's sequential sum; within a reduction tolerance); ints wrap and bool is
+//! or-of-ands, both exact in any order. With a `preferred_element_type` other than the operands'
+//! dtype, the operand is packed with each element converted (XLA's `convert`, as the interpreter does
+//! before its dot), so the gemm runs in the result dtype.
 //!
 //! Gemm stays on the calling thread. Measured for f32 784×512×256 on the 2-vCPU dev VM (load 4–5,
 //! median of 40, three runs): plain `sgemm` 2.58–2.71 ms; matrixmultiply's `threading` feature with
 //! 2 threads 2.14–3.00 ms (0.86–1.27×); two row blocks over a 2-thread rayon pool 2.84–2.94 ms
 //! (0.88–0.96×). No reliable gain, and `threading` sizes its pool from `MATMUL_NUM_THREADS`
-//! process-wide, so it could not honour `CompileOptions::threads: Some(1)`. Packing costs more
-//! here: kiln's whole step took 3.9–4.6 ms (`benches/threads.rs`).
+//! process-wide, so it could not honour `CompileOptions::threads: Some(1)`.
 
 use crate::CompileError;
 use kiln_ir::{DType, TensorType};
@@ -19,23 +23,38 @@ use kiln_ir::{DType, TensorType};
 /// The most dims a packed operand may have (the odometer lives on the stack).
 const MAX_RANK: usize = 16;
 
+/// Row-major element strides of `ty`.
+fn row_major_strides(ty: &TensorType) -> Vec<usize> {
+    let d = ty.shape.dims();
+    let mut strides = vec![1usize; d.len()];
+    for k in (0..d.len().saturating_sub(1)).rev() {
+        strides[k] = strides[k + 1] * d[k + 1];
+    }
+    strides
+}
+
+/// The one stride that walks `dims` (with these element strides) in row-major order, if there is
+/// one: size-1 dims are skipped, and each remaining dim must step exactly over the next one.
+fn collapse(dims: &[usize], strides: &[usize]) -> Option<usize> {
+    let kept: Vec<(usize, usize)> =
+        dims.iter().zip(strides).filter(|(d, _)| **d != 1).map(|(d, s)| (*d, *s)).collect();
+    let fits = kept.windows(2).all(|w| w[0].1 == w[1].1 * w[1].0);
+    fits.then(|| kept.last().map_or(1, |&(_, s)| s))
+}
+
 /// A transposing copy to row-major order of `dims` (source strides permuted alike).
 #[derive(Debug, Clone)]
 struct Pack {
     dims: Vec<usize>,
     src_strides: Vec<usize>,
-    /// The source element dtype and the packed one (equal: a byte copy).
+    /// The source element dtype and the packed one (equal: a plain copy).
     from: DType,
     to: DType,
 }
 
 impl Pack {
     fn new(ty: &TensorType, order: &[usize], to: DType) -> Pack {
-        let d = ty.shape.dims();
-        let mut strides = vec![1usize; d.len()];
-        for k in (0..d.len().saturating_sub(1)).rev() {
-            strides[k] = strides[k + 1] * d[k + 1];
-        }
+        let (d, strides) = (ty.shape.dims(), row_major_strides(ty));
         Pack {
             dims: order.iter().map(|&o| d[o]).collect(),
             src_strides: order.iter().map(|&o| strides[o]).collect(),
@@ -47,35 +66,114 @@ impl Pack {
     /// # Safety
     /// `src` holds the source array, `dst` room for all of it in the packed dtype.
     unsafe fn run(&self, src: *const u8, dst: *mut u8) {
-        let (size, out) = (self.from.size_bytes(), self.to.size_bytes());
         let total: usize = self.dims.iter().product();
         if total == 0 {
             return;
         }
-        let rank = self.dims.len();
+        // Rank 0 packs one element: an inner run of length 1.
+        let (outer, (len, stride)) = match self.dims.split_last() {
+            Some((&len, outer)) => (outer, (len, self.src_strides[self.dims.len() - 1])),
+            None => (&[][..], (1, 1)),
+        };
         let mut ctr = [0usize; MAX_RANK];
         let mut off = 0usize;
-        for i in 0..total {
-            // SAFETY: `off` is a valid element offset of the source, `i` of the destination.
+        for row in 0..total / len {
+            // SAFETY: `off + j·stride` are valid source elements for j < len, `row·len + j` packed ones.
             unsafe {
-                if self.from == self.to {
-                    std::ptr::copy_nonoverlapping(src.add(off * size), dst.add(i * out), size);
-                } else {
-                    convert(self.from, self.to, src.add(off * size), dst.add(i * out));
-                }
+                let (s, d) =
+                    (src.add(off * self.from.size_bytes()), dst.add(row * len * self.to.size_bytes()));
+                self.copy_run(s, stride, d, len);
             }
-            // Odometer step, innermost dim first.
-            for d in (0..rank).rev() {
-                ctr[d] += 1;
-                off += self.src_strides[d];
-                if ctr[d] < self.dims[d] {
+            // Odometer step over the outer dims, innermost first.
+            for k in (0..outer.len()).rev() {
+                ctr[k] += 1;
+                off += self.src_strides[k];
+                if ctr[k] < outer[k] {
                     break;
                 }
-                off -= self.src_strides[d] * self.dims[d];
-                ctr[d] = 0;
+                off -= self.src_strides[k] * outer[k];
+                ctr[k] = 0;
             }
         }
     }
+
+    /// Copies (converting) `len` source elements `stride` apart to `len` contiguous ones.
+    ///
+    /// # Safety
+    /// As [`Pack::run`], for this run.
+    unsafe fn copy_run(&self, src: *const u8, stride: usize, dst: *mut u8, len: usize) {
+        // SAFETY: per the contract; element pointers are aligned to their dtype (arena, constants
+        // and arguments are).
+        unsafe {
+            if self.from != self.to {
+                let (fs, ts) = (self.from.size_bytes(), self.to.size_bytes());
+                for j in 0..len {
+                    convert(self.from, self.to, src.add(j * stride * fs), dst.add(j * ts));
+                }
+            } else if stride == 1 {
+                std::ptr::copy_nonoverlapping(src, dst, len * self.from.size_bytes());
+            } else {
+                match self.from {
+                    DType::F32 | DType::I32 | DType::U32 => gather::<u32>(src, stride, dst, len),
+                    DType::F64 => gather::<u64>(src, stride, dst, len),
+                    DType::Bool => gather::<u8>(src, stride, dst, len),
+                }
+            }
+        }
+    }
+}
+
+/// `dst[j] = src[j·stride]` for `j < len`, as `T`s.
+///
+/// # Safety
+/// Both ranges are valid and aligned for `T`.
+unsafe fn gather<T: Copy>(src: *const u8, stride: usize, dst: *mut u8, len: usize) {
+    let (src, dst) = (src.cast::<T>(), dst.cast::<T>());
+    for j in 0..len {
+        // SAFETY: per the contract.
+        unsafe { *dst.add(j) = *src.add(j * stride) };
+    }
+}
+
+/// How the gemm reads one operand as `batch` blocks of `rows × cols` (lhs: m × k, rhs: k × n).
+#[derive(Debug, Clone)]
+enum Operand {
+    /// In place: element `(b, i, j)` at `batch_offset(b) + i·row_stride + j·col_stride`, the batch
+    /// offset being row-major over `batch_dims` with these strides.
+    InPlace { batch_dims: Vec<usize>, batch_strides: Vec<usize>, row_stride: usize, col_stride: usize },
+    /// Packed into scratch first, as row-major `[batch, rows, cols]`.
+    Packed(Pack),
+}
+
+impl Operand {
+    /// `ty` read with `batch`, then `rows`, then `cols` dims (in the pairing order), in `dtype`.
+    fn new(ty: &TensorType, batch: &[usize], rows: &[usize], cols: &[usize], dtype: DType) -> Operand {
+        let (d, strides) = (ty.shape.dims(), row_major_strides(ty));
+        let pick = |ds: &[usize], v: &[usize]| -> Vec<usize> { ds.iter().map(|&k| v[k]).collect() };
+        let row = collapse(&pick(rows, d), &pick(rows, &strides));
+        let col = collapse(&pick(cols, d), &pick(cols, &strides));
+        match (row, col) {
+            (Some(row_stride), Some(col_stride)) if ty.dtype == dtype => Operand::InPlace {
+                batch_dims: pick(batch, d),
+                batch_strides: pick(batch, &strides),
+                row_stride,
+                col_stride,
+            },
+            _ => Operand::Packed(Pack::new(ty, &[batch, rows, cols].concat(), dtype)),
+        }
+    }
+
+    fn is_packed(&self) -> bool {
+        matches!(self, Operand::Packed(_))
+    }
+}
+
+/// Where batch `b` of an operand starts and its row and column strides, in elements.
+#[derive(Clone, Copy)]
+struct Block {
+    ptr: *const u8,
+    rs: usize,
+    cs: usize,
 }
 
 /// The static plan of one `dot_general`.
@@ -86,8 +184,8 @@ pub(crate) struct DotPlan {
     m: usize,
     k: usize,
     n: usize,
-    lhs: Pack,
-    rhs: Pack,
+    lhs: Operand,
+    rhs: Operand,
 }
 
 impl DotPlan {
@@ -107,16 +205,14 @@ impl DotPlan {
         };
         let (lf, rf) = (free(lhs.rank(), contracting.0, batch.0), free(rhs.rank(), contracting.1, batch.1));
         let size = |t: &TensorType, ds: &[usize]| ds.iter().map(|&d| t.shape[d]).product::<usize>();
-        let lorder = [batch.0, &lf, contracting.0].concat();
-        let rorder = [batch.1, contracting.1, &rf].concat();
         Ok(DotPlan {
             dtype,
             batch: size(lhs, batch.0),
             m: size(lhs, &lf),
             k: size(lhs, contracting.0),
             n: size(rhs, &rf),
-            lhs: Pack::new(lhs, &lorder, dtype),
-            rhs: Pack::new(rhs, &rorder, dtype),
+            lhs: Operand::new(lhs, batch.0, &lf, contracting.0, dtype),
+            rhs: Operand::new(rhs, batch.1, contracting.1, &rf, dtype),
         })
     }
 
@@ -125,23 +221,80 @@ impl DotPlan {
         2 * self.batch * self.m * self.k * self.n
     }
 
-    /// Scratch bytes: the two packed operands, each 64-byte aligned.
-    pub(crate) fn scratch_bytes(&self) -> usize {
+    /// Bytes of the packed copies of the operands that are not read in place.
+    fn packed(&self) -> (usize, usize) {
         let s = self.dtype.size_bytes();
-        (self.batch * self.m * self.k * s).next_multiple_of(64) + self.batch * self.k * self.n * s
+        let lhs = if self.lhs.is_packed() { self.batch * self.m * self.k * s } else { 0 };
+        let rhs = if self.rhs.is_packed() { self.batch * self.k * self.n * s } else { 0 };
+        (lhs, rhs)
+    }
+
+    /// Bytes written and read again by packing (0 when both operands are read in place).
+    pub(crate) fn packing_bytes(&self) -> usize {
+        let (l, r) = self.packed();
+        2 * (l + r)
+    }
+
+    /// Scratch bytes: the packed operands, each 64-byte aligned (0 when both are read in place).
+    pub(crate) fn scratch_bytes(&self) -> usize {
+        let (l, r) = self.packed();
+        l.next_multiple_of(64) + r
+    }
+
+    /// One line for the plan listing: sizes and which operands are packed.
+    pub(crate) fn describe(&self) -> String {
+        let how = |o: &Operand| if o.is_packed() { "packed" } else { "in place" };
+        format!(
+            "gemm {}×[{}×{}]·[{}×{}]: lhs {}, rhs {}",
+            self.batch,
+            self.m,
+            self.k,
+            self.k,
+            self.n,
+            how(&self.lhs),
+            how(&self.rhs)
+        )
+    }
+
+    /// Batch `bi` of `op`, whose data starts at `base` (or, packed, at `packed`).
+    fn block(
+        &self,
+        op: &Operand,
+        base: *const u8,
+        packed: *const u8,
+        bi: usize,
+        rows: usize,
+        cols: usize,
+    ) -> Block {
+        let s = self.dtype.size_bytes();
+        match op {
+            Operand::Packed(_) => Block { ptr: packed.wrapping_add(bi * rows * cols * s), rs: cols, cs: 1 },
+            Operand::InPlace { batch_dims, batch_strides, row_stride, col_stride } => {
+                let (mut rest, mut off) = (bi, 0);
+                for (d, st) in batch_dims.iter().zip(batch_strides).rev() {
+                    off += (rest % d) * st;
+                    rest /= d;
+                }
+                Block { ptr: base.wrapping_add(off * s), rs: *row_stride, cs: *col_stride }
+            }
+        }
     }
 
     /// # Safety
     /// Operands and output have the planned types; `scratch` has `scratch_bytes()` bytes.
     pub(crate) unsafe fn run(&self, lhs: *const u8, rhs: *const u8, out: *mut u8, scratch: *mut u8) {
         let s = self.dtype.size_bytes();
-        let (a, b) =
-            (scratch, unsafe { scratch.add((self.batch * self.m * self.k * s).next_multiple_of(64)) });
         let (m, k, n) = (self.m, self.k, self.n);
-        // SAFETY: per the contract; each batch addresses its own [m,k], [k,n], [m,n] blocks.
+        let (pa, pb) = (scratch, scratch.wrapping_add(self.packed().0.next_multiple_of(64)));
+        // SAFETY (whole body): per the contract; each batch addresses its own [m,k], [k,n] operand
+        // blocks (strided in place, or packed in scratch) and [m,n] result block.
         unsafe {
-            self.lhs.run(lhs, a);
-            self.rhs.run(rhs, b);
+            if let Operand::Packed(p) = &self.lhs {
+                p.run(lhs, pa);
+            }
+            if let Operand::Packed(p) = &self.rhs {
+                p.run(rhs, pb);
+            }
             if k == 0 {
                 std::ptr::write_bytes(out, 0, self.batch * m * n * s);
                 return;
@@ -150,20 +303,23 @@ impl DotPlan {
                 return;
             }
             for bi in 0..self.batch {
-                let (a, b, c) = (a.add(bi * m * k * s), b.add(bi * k * n * s), out.add(bi * m * n * s));
-                let (ki, ni) = (k as isize, n as isize);
+                let a = self.block(&self.lhs, lhs, pa, bi, m, k);
+                let b = self.block(&self.rhs, rhs, pb, bi, k, n);
+                let c = out.add(bi * m * n * s);
+                let (ars, acs, brs, bcs) = (a.rs as isize, a.cs as isize, b.rs as isize, b.cs as isize);
+                let ni = n as isize;
                 match self.dtype {
                     DType::F32 => matrixmultiply::sgemm(
                         m,
                         k,
                         n,
                         1.0,
-                        a.cast(),
-                        ki,
-                        1,
-                        b.cast(),
-                        ni,
-                        1,
+                        a.ptr.cast(),
+                        ars,
+                        acs,
+                        b.ptr.cast(),
+                        brs,
+                        bcs,
                         0.0,
                         c.cast(),
                         ni,
@@ -174,19 +330,19 @@ impl DotPlan {
                         k,
                         n,
                         1.0,
-                        a.cast(),
-                        ki,
-                        1,
-                        b.cast(),
-                        ni,
-                        1,
+                        a.ptr.cast(),
+                        ars,
+                        acs,
+                        b.ptr.cast(),
+                        brs,
+                        bcs,
                         0.0,
                         c.cast(),
                         ni,
                         1,
                     ),
-                    DType::I32 | DType::U32 => int_gemm(m, k, n, a.cast(), b.cast(), c.cast()),
-                    DType::Bool => bool_gemm(m, k, n, a, b, c),
+                    DType::I32 | DType::U32 => int_gemm((m, k, n), a, b, c.cast()),
+                    DType::Bool => bool_gemm((m, k, n), a, b, c),
                 }
             }
         }
@@ -257,14 +413,16 @@ unsafe fn convert(from: DType, to: DType, src: *const u8, dst: *mut u8) {
 }
 
 /// # Safety
-/// Row-major `[m,k]`, `[k,n]`, `[m,n]` u32 blocks (i32 wraps identically).
-unsafe fn int_gemm(m: usize, k: usize, n: usize, a: *const u32, b: *const u32, c: *mut u32) {
+/// `a`, `b`: strided `[m,k]`, `[k,n]` u32 blocks (i32 wraps identically); `c` row-major `[m,n]`.
+unsafe fn int_gemm((m, k, n): (usize, usize, usize), a: Block, b: Block, c: *mut u32) {
+    let (pa, pb) = (a.ptr.cast::<u32>(), b.ptr.cast::<u32>());
     for i in 0..m {
         for j in 0..n {
             let mut acc = 0u32;
             for p in 0..k {
                 // SAFETY: indices within the blocks.
-                acc = acc.wrapping_add(unsafe { (*a.add(i * k + p)).wrapping_mul(*b.add(p * n + j)) });
+                let (x, y) = unsafe { (*pa.add(i * a.rs + p * a.cs), *pb.add(p * b.rs + j * b.cs)) };
+                acc = acc.wrapping_add(x.wrapping_mul(y));
             }
             // SAFETY: as above.
             unsafe { *c.add(i * n + j) = acc };
@@ -273,12 +431,13 @@ unsafe fn int_gemm(m: usize, k: usize, n: usize, a: *const u32, b: *const u32, c
 }
 
 /// # Safety
-/// Row-major blocks of 0/1 bytes.
-unsafe fn bool_gemm(m: usize, k: usize, n: usize, a: *const u8, b: *const u8, c: *mut u8) {
+/// As [`int_gemm`], for blocks of 0/1 bytes.
+unsafe fn bool_gemm((m, k, n): (usize, usize, usize), a: Block, b: Block, c: *mut u8) {
     for i in 0..m {
         for j in 0..n {
             // SAFETY: indices within the blocks.
-            let any = (0..k).any(|p| unsafe { *a.add(i * k + p) & *b.add(p * n + j) } != 0);
+            let any = (0..k)
+                .any(|p| unsafe { *a.ptr.add(i * a.rs + p * a.cs) & *b.ptr.add(p * b.rs + j * b.cs) } != 0);
             // SAFETY: as above.
             unsafe { *c.add(i * n + j) = u8::from(any) };
         }

@@ -5,6 +5,7 @@ pub(crate) mod control;
 pub(crate) mod cumulative;
 mod donate;
 pub(crate) mod dot;
+mod fresh;
 pub(crate) mod indexing;
 pub(crate) mod math;
 pub(crate) mod parallel;
@@ -16,6 +17,7 @@ pub use donate::Arg;
 use crate::codegen::{Code, KernelFn, MAX_KERNEL_OPERANDS};
 use crate::cost::{CostReport, Traffic};
 use kiln_ir::{Array, TensorType};
+use std::mem::MaybeUninit;
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -28,6 +30,10 @@ pub(crate) enum Loc {
     Const(usize),
     /// At this byte offset of the call's arena.
     Arena(usize),
+    /// In the caller's buffer for output `k`, written there by the step that computes it (so no
+    /// final copy is needed, and a scan body writes its carries and `ys` straight into the loop's
+    /// buffers).
+    Out(usize),
 }
 
 /// What one step does.
@@ -97,6 +103,9 @@ pub struct Executable {
     pub(crate) output_types: Vec<TensorType>,
     pub(crate) steps: Vec<Step>,
     pub(crate) outputs: Vec<Loc>,
+    /// Per output, an arena slot to compute it in when its donated buffer cannot be written early
+    /// (`donate.rs`); `None` for bodies of control flow and for outputs copied in at the end.
+    pub(crate) spill: Vec<Option<usize>>,
     pub(crate) consts: Vec<Aligned>,
     pub(crate) arena_bytes: usize,
     pub(crate) kernels: Vec<KernelFn>,
@@ -108,15 +117,17 @@ pub struct Executable {
     pub(crate) _code: Code,
 }
 
-/// Sends the kernel pointer table to the threads running a kernel's row ranges.
-struct Table([*mut u8; MAX_KERNEL_OPERANDS]);
+/// Sends the kernel pointer table to the threads running a kernel's row ranges. Only the first
+/// `inputs + outputs` slots are written (and read by the kernel): filling all 256 would cost a 2 KiB
+/// memset per kernel step, which showed in the per-step time of small scan bodies.
+struct Table([MaybeUninit<*mut u8>; MAX_KERNEL_OPERANDS]);
 // SAFETY: the table is only read; the buffers it points to are written on disjoint row ranges.
 unsafe impl Sync for Table {}
 
 impl Table {
     /// A method, so closures capture the whole (`Sync`) table rather than its array field.
     fn as_ptr(&self) -> *const *mut u8 {
-        self.0.as_ptr()
+        self.0.as_ptr().cast()
     }
 }
 
@@ -188,9 +199,17 @@ impl Executable {
             }
             t = t.add(step.traffic);
         }
-        let copy_out: usize =
-            self.output_types.iter().map(|ty| 2 * ty.shape.size() * ty.dtype.size_bytes()).sum();
+        let copy_out: usize = (0..self.outputs.len())
+            .filter(|&k| self.copied_out(k))
+            .map(|k| 2 * self.output_types[k].shape.size() * self.output_types[k].dtype.size_bytes())
+            .sum();
         t.add(Traffic::new(copy_out, 0))
+    }
+
+    /// Whether output `k` is copied into its buffer after the steps (a parameter, a constant, or a
+    /// value that is also an earlier output) rather than written there by the step computing it.
+    pub(crate) fn copied_out(&self, k: usize) -> bool {
+        !matches!(self.outputs[k], Loc::Out(j) if j == k)
     }
 
     /// Runs the compiled code on host arrays (any memory layout; row-major ones are read in place).
@@ -198,27 +217,12 @@ impl Executable {
     /// # Errors
     /// [`ArgumentError`] when the count or types of `args` differ from the parameters'.
     pub fn run(&self, args: &[Array]) -> Result<Vec<Array>, ArgumentError> {
-        let got: Vec<TensorType> = args.iter().map(Array::ty).collect();
-        if got != self.param_types {
-            return Err(ArgumentError { expected: self.param_types.clone(), got });
-        }
-        let owned: Vec<Option<Array>> = args.iter().map(contiguous_copy).collect();
-        let ins: Vec<*const u8> =
-            args.iter().zip(&owned).map(|(a, o)| data_ptr(o.as_ref().unwrap_or(a)).cast_const()).collect();
-        let mut outs: Vec<Array> = self.output_types.iter().map(Array::zeros).collect();
-        let out_ptrs: Vec<*mut u8> = outs.iter_mut().map(data_ptr_mut).collect();
-        let arena = self.pool.lock().map(|mut p| p.pop()).unwrap_or(None);
-        let arena = arena.unwrap_or_else(|| Aligned::zeroed(self.arena_bytes));
-        // SAFETY: `ins` point to row-major data of the parameter types (checked above), `out_ptrs` to
-        // fresh row-major arrays of the output types, and the arena has `arena_bytes` bytes.
-        unsafe { self.run_raw(&ins, &out_ptrs, arena.ptr()) };
-        if let Ok(mut p) = self.pool.lock() {
-            p.push(arena);
-        }
-        Ok(outs)
+        self.run_args(args.iter().map(Arg::Borrowed).collect())
     }
 
     /// Runs on raw buffers: the core of [`Executable::run`] and of control-flow sub-functions.
+    /// Output `k` is written by the step that computes it (`Loc::Out`), and later steps may read it
+    /// there; outputs that are parameters, constants or repeats are copied in after the last step.
     ///
     /// # Safety
     /// `ins[i]` must point to a row-major buffer of parameter `i`'s type, `outs[k]` to a writable one
@@ -231,6 +235,7 @@ impl Executable {
                 Loc::Const(i) => self.consts[i].ptr(),
                 // SAFETY: plan offsets lie inside the arena.
                 Loc::Arena(o) => unsafe { arena.add(o) },
+                Loc::Out(k) => outs[k],
             }
         };
         for step in &self.steps {
@@ -238,9 +243,9 @@ impl Executable {
             let scratch = unsafe { arena.add(step.scratch) };
             match &step.op {
                 Op::Kernel { kernel, rows, chunks } => {
-                    let mut table = Table([std::ptr::null_mut::<u8>(); MAX_KERNEL_OPERANDS]);
+                    let mut table = Table([MaybeUninit::uninit(); MAX_KERNEL_OPERANDS]);
                     for (slot, l) in table.0.iter_mut().zip(step.inputs.iter().chain(&step.outputs)) {
-                        *slot = ptr(l);
+                        slot.write(ptr(l));
                     }
                     let kernel = self.kernels[*kernel];
                     let table = &table;
@@ -280,6 +285,9 @@ impl Executable {
             }
         }
         for (k, l) in self.outputs.iter().enumerate() {
+            if !self.copied_out(k) {
+                continue;
+            }
             let bytes = self.output_types[k].shape.size() * self.output_types[k].dtype.size_bytes();
             // SAFETY: both buffers have the output's type; `copy` allows any overlap.
             unsafe { std::ptr::copy(ptr(l).cast_const(), outs[k], bytes) };
