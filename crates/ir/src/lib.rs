@@ -21,7 +21,7 @@ mod verify;
 pub use dtype::DType;
 pub use error::{EvalError, TypeError};
 pub use function::{ConstDef, Eqn, Function, SrcLoc, Var};
-pub use interp::{erf_inv, eval, eval_prim};
+pub use interp::{erf_inv, eval, eval_prim, interpreter_calls};
 pub use prim::{ArgOp, BinaryOp, CompareOp, CumulativeOp, IndexMode, Prim, ReduceOp, ScatterOp, UnaryOp};
 pub use shape::{Shape, TensorType};
 pub use shape_rule::output_types;

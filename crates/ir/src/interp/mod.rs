@@ -49,11 +49,22 @@ pub(crate) fn eval_refs(f: &Function, args: &[&Array]) -> Result<Vec<Array>, Eva
     Ok(f.outputs.iter().map(|v| get(&env, *v).clone()).collect())
 }
 
+/// Primitive applications made by the interpreter in this process (see [`interpreter_calls`]).
+static PRIM_EVALS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// How many primitives the interpreter has applied in this process ([`eval`] and [`eval_prim`],
+/// eager tensor operations included). Compiled code never calls the interpreter: tests check that this
+/// count stays put while it runs.
+pub fn interpreter_calls() -> u64 {
+    PRIM_EVALS.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// Applies one primitive to host arrays.
 ///
 /// # Errors
 /// The shape rule's [`crate::TypeError`] when the operands do not fit.
 pub fn eval_prim(prim: &Prim, args: &[&Array]) -> Result<Vec<Array>, EvalError> {
+    PRIM_EVALS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let types: Vec<_> = args.iter().map(|a| a.ty()).collect();
     output_types(prim, &types)?;
     let one = |a: Array| Ok(vec![a]);
