@@ -170,3 +170,31 @@ proptest! {
         prop_assert!(report.regions.iter().all(|r| r.cost_after <= r.cost_before || !r.accepted));
     }
 }
+
+/// The generator reaches the rules: over a sweep of programs, the main exact rules fire.
+#[test]
+fn generated_programs_exercise_the_rules() {
+    let mut fired = std::collections::BTreeMap::new();
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut byte = || {
+        state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        (state >> 56) as u8
+    };
+    for _ in 0..64 {
+        let ops: Vec<(u8, u8, u8, u8)> = (0..12).map(|_| (byte(), byte(), byte(), byte())).collect();
+        let (_, report) = simplify(&build(&ops), &SimplifyOptions::default());
+        for (k, v) in report.rules_fired() {
+            *fired.entry(k).or_insert(0) += v;
+        }
+    }
+    for rule in [
+        "neg_neg",
+        "mul_one",
+        "add_neg_zero",
+        "sub_neg",
+        "reduce_max_min_of_broadcast",
+        "elementwise_of_broadcasts",
+    ] {
+        assert!(fired.get(rule).copied().unwrap_or(0) > 0, "{rule} never fired: {fired:?}");
+    }
+}

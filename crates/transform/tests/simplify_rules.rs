@@ -432,7 +432,7 @@ fn fast_math_rules_fire_only_with_fast_math() {
             &[n],
             (0..n).map(|i| [0.5f32, -1.0, 2.0, 3.0, -4.0, 0.25, 1.5, 8.0][i % 8]).collect(),
         );
-        let want = kiln_ir::eval(&f, &[x.clone()]).unwrap()[0].to_f64_vec();
+        let want = kiln_ir::eval(&f, std::slice::from_ref(&x)).unwrap()[0].to_f64_vec();
         let got = kiln_ir::eval(&g, &[x]).unwrap()[0].to_f64_vec();
         for (w, o) in want.iter().zip(&got) {
             assert!((w - o).abs() <= 1e-5 * w.abs().max(1.0), "{rule}: {want:?} vs {got:?}");

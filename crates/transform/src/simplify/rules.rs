@@ -620,11 +620,11 @@ fn elementwise_of_broadcasts(ctx: &Ctx, id: Id, node: &Node) -> Option<Term> {
     // Recover the common broadcast dims from the first broadcast operand.
     let (_, xs) = op(node, ctx.g)?;
     for x in xs {
-        if let Some((y, shape, dims)) = child_broadcast(ctx.g, *x) {
-            if ty(ctx.g, y).shape.size() < shape.size() {
-                dims_seen = Some(dims.to_vec());
-                break;
-            }
+        if let Some((y, shape, dims)) = child_broadcast(ctx.g, *x)
+            && ty(ctx.g, y).shape.size() < shape.size()
+        {
+            dims_seen = Some(dims.to_vec());
+            break;
         }
     }
     let bcast = Prim::BroadcastInDim { shape: out.shape, broadcast_dimensions: dims_seen? };

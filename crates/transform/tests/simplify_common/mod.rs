@@ -34,7 +34,7 @@ pub fn special(t: &TensorType, offset: usize) -> Array {
         DType::F64 => Array::from_vec(dims, (0..n).map(|i| SPECIAL_F[(i + offset) % 16]).collect()),
         DType::I32 => Array::from_vec(dims, (0..n).map(|i| SPECIAL_I[(i + offset) % 10] as i32).collect()),
         DType::U32 => Array::from_vec(dims, (0..n).map(|i| SPECIAL_I[(i + offset) % 10] as u32).collect()),
-        DType::Bool => Array::from_vec(dims, (0..n).map(|i| (i + offset) % 3 == 0).collect()),
+        DType::Bool => Array::from_vec(dims, (0..n).map(|i| (i + offset).is_multiple_of(3)).collect()),
     }
 }
 
