@@ -255,6 +255,18 @@ macro_rules! builders {
             self
         }
 
+        /// Runs the egg simplifier before the backend (on by default; part of the cache key).
+        ///
+        /// ```
+        /// use kiln::prelude::*;
+        /// let f = jit(|x: Tensor| x + 1.0).simplify(false);
+        /// assert!(!f.options().simplify);
+        /// ```
+        pub fn simplify(mut self, on: bool) -> Self {
+            self.dispatch.options.simplify = on;
+            self
+        }
+
         /// Traces under this reverse-mode `scan` checkpoint policy (see [`crate::with_checkpoint`]);
         /// without it, the calling thread's policy applies. Part of the cache key.
         ///

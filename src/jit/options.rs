@@ -13,21 +13,32 @@ use kiln_ir::Function;
 /// let f = jit(|x: Tensor| x.exp()).threads(2).fast_math(true).checkpoint_policy(Checkpoint::StoreAll);
 /// assert_eq!(
 ///     *f.options(),
-///     JitOptions { threads: Some(2), fast_math: true, checkpoint: Some(Checkpoint::StoreAll) }
+///     JitOptions { threads: Some(2), fast_math: true, checkpoint: Some(Checkpoint::StoreAll), simplify: true }
 /// );
 /// assert_eq!(JitOptions::default().threads, None); // the backend's choice
+/// assert!(JitOptions::default().simplify); // the egg pass runs unless turned off
 /// ```
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct JitOptions {
     /// Worker threads the compiled code may use; `None` lets the backend choose (`KILN_NUM_THREADS`,
     /// else one per core).
     pub threads: Option<usize>,
-    /// Allow reassociation and contraction of float arithmetic (results may differ in the last bits).
-    /// Keyed, but no rewrite uses it yet.
+    /// Allow reassociation and contraction of float arithmetic (results may differ in the last bits):
+    /// enables the fast-math rules of the simplifier (`x*0 → 0`, `x-x → 0`, constant reassociation,
+    /// guarded `log(exp x)`/`exp(log x)`).
     pub fast_math: bool,
     /// The reverse-mode `scan` checkpoint policy applied while tracing (see [`crate::with_checkpoint`]);
     /// `None` uses the policy in effect on the calling thread, which then becomes part of the key.
     pub checkpoint: Option<Checkpoint>,
+    /// Run the equality-saturation simplifier ([`kiln_transform::simplify`]) before the backend.
+    /// Its default rules are IEEE-exact, so results are unchanged bit for bit; on by default.
+    pub simplify: bool,
+}
+
+impl Default for JitOptions {
+    fn default() -> JitOptions {
+        JitOptions { threads: None, fast_math: false, checkpoint: None, simplify: true }
+    }
 }
 
 impl JitOptions {
@@ -47,11 +58,41 @@ impl JitOptions {
 }
 
 /// Compiles `f` for `opts`: dead equations are dropped first (`grad` leaves the unused forward pass
-/// that computed the loss value; JAX's DCE does the same), then the backend compiles with
-/// `opts.threads` (or `KILN_NUM_THREADS`) and `KILN_DUMP` from the environment. `fast_math` is keyed
-/// but changes nothing yet: no backend rewrite depends on it (the egg pass will).
+/// that computed the loss value; JAX's DCE does the same), then, with `opts.simplify`, the egg
+/// simplifier runs (`opts.fast_math` enables its fast-math rules), then the backend compiles with
+/// `opts.threads` (or `KILN_NUM_THREADS`) and `KILN_DUMP` from the environment. With `KILN_DUMP`
+/// set, `<dir>/simplify-<n>.txt` holds the IR before and after and the simplifier's report.
 pub(crate) fn backend_compile(f: &Function, opts: &JitOptions) -> Result<Executable, CompileError> {
     let env = CompileOptions::from_env();
     let options = CompileOptions { threads: opts.threads.or(env.threads), ..env };
-    kiln_backend_cpu::compile_with(&kiln_transform::dce(f), &options)
+    let live = kiln_transform::dce(f);
+    let program = if opts.simplify {
+        let sopts = kiln_transform::SimplifyOptions { fast_math: opts.fast_math, ..Default::default() };
+        let (simplified, report) = kiln_transform::simplify(&live, &sopts);
+        if let Some(dir) = &options.dump_dir {
+            dump_simplify(dir, &live, &simplified, &report);
+        }
+        simplified
+    } else {
+        live
+    };
+    kiln_backend_cpu::compile_with(&program, &options)
+}
+
+/// Writes the simplifier's before/after IR and report next to the backend's dump (best effort: a
+/// failure to write is reported on stderr and compilation goes on).
+fn dump_simplify(
+    dir: &std::path::Path,
+    before: &Function,
+    after: &Function,
+    report: &kiln_transform::SimplifyReport,
+) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static COUNT: AtomicUsize = AtomicUsize::new(0);
+    let n = COUNT.fetch_add(1, Ordering::Relaxed);
+    let text = format!("# before\n{before:#}\n\n# after\n{after:#}\n\n# report\n{report}");
+    let path = dir.join(format!("simplify-{n:03}.txt"));
+    if let Err(e) = std::fs::create_dir_all(dir).and_then(|_| std::fs::write(&path, text)) {
+        eprintln!("kiln: cannot write the simplify dump {}: {e}", path.display());
+    }
 }

@@ -12,12 +12,16 @@
 //! * [`batching`]: `vmap` ([`batching::batch_replay`], one batching rule per primitive in
 //!   `batching/rules.rs`, control flow in `batching/control.rs`).
 //! * [`dce`]: dead-code elimination.
+//! * [`simplify`](mod@simplify): equality-saturation simplification with egg (named IEEE-exact rules,
+//!   a DAG-cost extractor, bounded per-region runs).
 #![warn(missing_docs)]
 
 pub mod ad;
 pub mod batching;
 mod dce;
 mod replay;
+pub mod simplify;
 
 pub use dce::dce;
 pub use replay::{replay, trace_function};
+pub use simplify::{RegionReport, SimplifyOptions, SimplifyReport, StopReason, simplify};

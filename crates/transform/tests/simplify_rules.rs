@@ -1,0 +1,495 @@
+//! One test per rewrite rule: a tiny program before/after, evaluated bitwise equal on special values
+//! (NaN, ±inf, -0.0, out-of-range indices), with the rule named in the report; side-condition rules
+//! are also tested where the condition fails (not rewritten).
+
+mod simplify_common;
+
+use kiln_ir::{Function, parse, verify};
+use kiln_transform::{SimplifyOptions, SimplifyReport, simplify};
+use simplify_common::{assert_same_values, special};
+
+fn run(src: &str, fast_math: bool) -> (Function, Function, SimplifyReport) {
+    let f = parse(src).unwrap_or_else(|e| panic!("{e}\n{src}"));
+    verify(&f).unwrap_or_else(|e| panic!("{e}\n{src}"));
+    let (g, report) = simplify(&f, &SimplifyOptions { fast_math, ..SimplifyOptions::default() });
+    verify(&g).unwrap_or_else(|e| panic!("{e}\n{g}"));
+    (f, g, report)
+}
+
+/// The rule fires, the program gets no longer, and values are bitwise equal.
+fn fires(rule: &str, src: &str) -> Function {
+    let (f, g, report) = run(src, false);
+    assert!(report.fired(rule) > 0, "{rule} did not fire:\n{report}\n{f}\n{g}");
+    assert!(g.eqns.len() <= f.eqns.len(), "{rule}: program grew\n{f}\n{g}");
+    assert_same_values(&f, &g);
+    g
+}
+
+/// The rule does not fire (its side condition fails, or it needs fast math), and values are equal.
+fn does_not_fire(rule: &str, src: &str, fast_math: bool) {
+    let (f, g, report) = run(src, fast_math);
+    assert_eq!(report.fired(rule), 0, "{rule} fired:\n{report}\n{f}\n{g}");
+    assert_same_values(&f, &g);
+}
+
+fn splat_prog(value: &str, op: &str, const_first: bool) -> String {
+    let (l, r) = if const_first { ("c", "a") } else { ("a", "c") };
+    format!(
+        "{{ lambda a:f32[16] ; b:f32[] = {value} . let
+            c:f32[16] = broadcast_in_dim[shape=(16,) broadcast_dimensions=()] b
+            d:f32[16] = {op} {l} {r}
+          in (d) }}"
+    )
+}
+
+#[test]
+fn mul_one() {
+    let g = fires("mul_one", &splat_prog("1.0", "mul", true));
+    assert!(g.eqns.is_empty());
+    fires("mul_one", &splat_prog("1.0", "mul", false));
+}
+
+#[test]
+fn div_one() {
+    assert!(fires("div_one", &splat_prog("1.0", "div", false)).eqns.is_empty());
+}
+
+#[test]
+fn add_neg_zero_and_not_positive_zero() {
+    assert!(fires("add_neg_zero", &splat_prog("-0.0", "add", false)).eqns.is_empty());
+    fires("add_neg_zero", &splat_prog("-0.0", "add", true));
+    // x + 0.0 turns -0.0 into +0.0: kept.
+    does_not_fire("add_neg_zero", &splat_prog("0.0", "add", false), false);
+}
+
+#[test]
+fn sub_zero_and_not_negative_zero() {
+    assert!(fires("sub_zero", &splat_prog("0.0", "sub", false)).eqns.is_empty());
+    // x - (-0.0) = x + 0.0: kept.
+    does_not_fire("sub_zero", &splat_prog("-0.0", "sub", false), false);
+}
+
+#[test]
+fn mul_neg_one() {
+    let g = fires("mul_neg_one", &splat_prog("-1.0", "mul", false));
+    assert_eq!(g.eqns.len(), 1);
+    assert_eq!(g.eqns[0].prim.name(), "neg");
+}
+
+#[test]
+fn neg_neg() {
+    let g = fires("neg_neg", "{ lambda a:f32[16] . let b:f32[16] = neg a  c:f32[16] = neg b in (c) }");
+    assert!(g.eqns.is_empty());
+}
+
+#[test]
+fn sub_neg() {
+    let g = fires(
+        "sub_neg",
+        "{ lambda a:f32[16] b:f32[16] . let c:f32[16] = neg b  d:f32[16] = sub a c in (d) }",
+    );
+    assert_eq!(g.eqns.len(), 1);
+    assert_eq!(g.eqns[0].prim.name(), "add");
+}
+
+#[test]
+fn add_neg() {
+    for body in ["d:f32[16] = add a c", "d:f32[16] = add c a"] {
+        let g = fires(
+            "add_neg",
+            &format!("{{ lambda a:f32[16] b:f32[16] . let c:f32[16] = neg b  {body} in (d) }}"),
+        );
+        assert_eq!(g.eqns.len(), 1);
+        assert_eq!(g.eqns[0].prim.name(), "sub");
+    }
+}
+
+#[test]
+fn div_pow2_and_not_other_divisors() {
+    let g = fires("div_pow2", &splat_prog("0.25", "div", false));
+    assert!(g.eqns.iter().any(|e| e.prim.name() == "mul") && g.eqns.iter().all(|e| e.prim.name() != "div"));
+    fires("div_pow2", &splat_prog("-8.0", "div", false));
+    does_not_fire("div_pow2", &splat_prog("3.0", "div", false), false);
+    // 2^-149 is subnormal: its reciprocal overflows.
+    does_not_fire("div_pow2", &splat_prog("1e-45", "div", false), false);
+}
+
+#[test]
+fn max_min_self() {
+    let g =
+        fires("max_min_self", "{ lambda a:f32[16] . let b:f32[16] = max a a  c:f32[16] = min b b in (c) }");
+    assert!(g.eqns.is_empty());
+}
+
+#[test]
+fn select_same() {
+    let g = fires("select_same", "{ lambda p:bool[16] a:f32[16] . let b:f32[16] = select p a a in (b) }");
+    assert!(g.eqns.is_empty());
+}
+
+#[test]
+fn select_const() {
+    for (v, kept) in [("true", "a"), ("false", "b")] {
+        let src = format!(
+            "{{ lambda a:f32[16] b:f32[16] ; t:bool[] = {v} . let
+                p:bool[16] = broadcast_in_dim[shape=(16,) broadcast_dimensions=()] t
+                c:f32[16] = select p a b
+              in (c) }}"
+        );
+        let g = fires("select_const", &src);
+        let want = if kept == "a" { g.params[0] } else { g.params[1] };
+        assert_eq!(g.outputs, vec![want]);
+    }
+}
+
+#[test]
+fn abs_non_negative_and_not_unproved() {
+    let g = fires(
+        "abs_non_negative",
+        "{ lambda a:f32[16] . let i:f32[16] = iota[dtype=f32 shape=(16,) dimension=0]  b:f32[16] = abs i  c:f32[16] = add a b in (c) }",
+    );
+    assert!(g.eqns.iter().all(|e| e.prim.name() != "abs"));
+    // abs(-0.0) = +0.0 and abs(NaN) is NaN with the sign cleared: an arbitrary input is not proved.
+    does_not_fire(
+        "abs_non_negative",
+        "{ lambda a:f32[16] . let b:f32[16] = abs a  c:f32[16] = abs b in (c) }",
+        false,
+    );
+}
+
+#[test]
+fn is_finite_of_finite_and_not_unproved() {
+    fires(
+        "is_finite_of_finite",
+        "{ lambda a:i32[16] . let b:f32[16] = convert_element_type[dtype=f32] a  c:bool[16] = is_finite b in (c) }",
+    );
+    does_not_fire("is_finite_of_finite", "{ lambda a:f32[16] . let c:bool[16] = is_finite a in (c) }", false);
+}
+
+#[test]
+fn convert_same() {
+    let g = fires(
+        "convert_same",
+        "{ lambda a:f32[16] . let b:f32[16] = convert_element_type[dtype=f32] a in (b) }",
+    );
+    assert!(g.eqns.is_empty());
+}
+
+#[test]
+fn reshape_reshape_and_identity() {
+    let g = fires(
+        "reshape_reshape",
+        "{ lambda a:f32[2,3] . let b:f32[3,2] = reshape[new_sizes=(3,2)] a  c:f32[6] = reshape[new_sizes=(6,)] b in (c) }",
+    );
+    assert_eq!(g.eqns.len(), 1);
+    let g = fires(
+        "reshape_identity",
+        "{ lambda a:f32[2,3] . let b:f32[2,3] = reshape[new_sizes=(2,3)] a in (b) }",
+    );
+    assert!(g.eqns.is_empty());
+}
+
+#[test]
+fn transpose_transpose_and_identity() {
+    let g = fires(
+        "transpose_transpose",
+        "{ lambda a:f32[2,3,4] . let b:f32[3,4,2] = transpose[permutation=(1,2,0)] a  c:f32[2,3,4] = transpose[permutation=(2,0,1)] b in (c) }",
+    );
+    assert!(g.eqns.is_empty());
+    let g = fires(
+        "transpose_transpose",
+        "{ lambda a:f32[2,3,4] . let b:f32[3,4,2] = transpose[permutation=(1,2,0)] a  c:f32[4,3,2] = transpose[permutation=(1,0,2)] b in (c) }",
+    );
+    assert_eq!(g.eqns.len(), 1);
+    let g = fires(
+        "transpose_identity",
+        "{ lambda a:f32[2,3] . let b:f32[2,3] = transpose[permutation=(0,1)] a in (b) }",
+    );
+    assert!(g.eqns.is_empty());
+}
+
+#[test]
+fn broadcast_identity_and_broadcast_broadcast() {
+    let g = fires(
+        "broadcast_identity",
+        "{ lambda a:f32[2,3] . let b:f32[2,3] = broadcast_in_dim[shape=(2,3) broadcast_dimensions=(0,1)] a in (b) }",
+    );
+    assert!(g.eqns.is_empty());
+    let g = fires(
+        "broadcast_broadcast",
+        "{ lambda a:f32[3] . let
+            b:f32[2,3] = broadcast_in_dim[shape=(2,3) broadcast_dimensions=(1,)] a
+            c:f32[4,2,3] = broadcast_in_dim[shape=(4,2,3) broadcast_dimensions=(1,2)] b
+          in (c) }",
+    );
+    assert_eq!(g.eqns.len(), 1);
+}
+
+#[test]
+fn reduce_max_min_of_broadcast() {
+    for op in ["reduce_max", "reduce_min"] {
+        let g = fires(
+            "reduce_max_min_of_broadcast",
+            &format!(
+                "{{ lambda a:f32[1,3] . let
+                    b:f32[2,4,3] = broadcast_in_dim[shape=(2,4,3) broadcast_dimensions=(0,2)] a
+                    c:f32[3] = {op}[axes=(0,1)] b
+                  in (c) }}"
+            ),
+        );
+        assert!(g.eqns.iter().all(|e| !e.prim.name().starts_with("reduce")), "{g}");
+    }
+    // Reducing a real axis of the operand is not a reduction of copies.
+    does_not_fire(
+        "reduce_max_min_of_broadcast",
+        "{ lambda a:f32[3] . let b:f32[2,3] = broadcast_in_dim[shape=(2,3) broadcast_dimensions=(1,)] a  c:f32[] = reduce_max[axes=(0,1)] b in (c) }",
+        false,
+    );
+}
+
+#[test]
+fn reduce_sum_of_broadcast_only_where_exact() {
+    let g = fires(
+        "reduce_sum_of_broadcast",
+        "{ lambda a:i32[3] . let b:i32[5,3] = broadcast_in_dim[shape=(5,3) broadcast_dimensions=(1,)] a  c:i32[3] = reduce_sum[axes=(0,)] b in (c) }",
+    );
+    assert!(g.eqns.iter().all(|e| e.prim.name() != "reduce_sum"));
+    // Floats proved integral and small: exact.
+    fires(
+        "reduce_sum_of_broadcast",
+        "{ lambda p:bool[3] . let
+            a:f32[3] = convert_element_type[dtype=f32] p
+            b:f32[5,3] = broadcast_in_dim[shape=(5,3) broadcast_dimensions=(1,)] a
+            c:f32[3] = reduce_sum[axes=(0,)] b
+          in (c) }",
+    );
+    // Arbitrary floats: a sum of copies is not n*x (rounding, and -0.0 + +0.0 start), kept.
+    does_not_fire(
+        "reduce_sum_of_broadcast",
+        "{ lambda a:f32[3] . let b:f32[5,3] = broadcast_in_dim[shape=(5,3) broadcast_dimensions=(1,)] a  c:f32[3] = reduce_sum[axes=(0,)] b in (c) }",
+        false,
+    );
+}
+
+#[test]
+fn slice_of_broadcast() {
+    let g = fires(
+        "slice_of_broadcast",
+        "{ lambda a:f32[5] . let
+            b:f32[4,5] = broadcast_in_dim[shape=(4,5) broadcast_dimensions=(1,)] a
+            c:f32[2,2] = slice[start=(1,1) limit=(3,5) strides=(1,2)] b
+          in (c) }",
+    );
+    let bcast = g.eqns.iter().find(|e| e.prim.name() == "broadcast_in_dim").expect("a broadcast remains");
+    assert_eq!(g.var_type(bcast.inputs[0]).shape.dims(), &[2]);
+}
+
+#[test]
+fn gather_of_iota_clip_and_fill() {
+    // Clip: out-of-range indices (-1, 7, 100, i32::MIN...) are clamped, as the gather would.
+    // (The extractor may keep the gather: clamp + convert materialize more bytes than it.)
+    fires(
+        "gather_of_iota",
+        "{ lambda i:i32[6] . let n:f32[5] = iota[dtype=f32 shape=(5,) dimension=0]  c:f32[6] = gather[axis=0 batch_dims=0 mode=clip] n i in (c) }",
+    );
+    // Gathering along another axis of a 2-d iota gives an iota.
+    fires(
+        "gather_of_iota",
+        "{ lambda i:i32[6] . let n:i32[3,5] = iota[dtype=i32 shape=(3,5) dimension=0]  c:i32[3,6] = gather[axis=1 batch_dims=0 mode=clip] n i in (c) }",
+    );
+    // Fill mode with indices proved in range (an argmax) is rewritten...
+    fires(
+        "gather_of_iota",
+        "{ lambda x:f32[4,5] . let
+            i:i32[4] = argmax[axis=1 index_dtype=i32] x
+            n:i32[5] = iota[dtype=i32 shape=(5,) dimension=0]
+            c:i32[4] = gather[axis=0 batch_dims=0 mode=fill] n i
+          in (c) }",
+    );
+    // ...but not with arbitrary indices (the fill value would appear).
+    does_not_fire(
+        "gather_of_iota",
+        "{ lambda i:i32[6] . let n:f32[5] = iota[dtype=f32 shape=(5,) dimension=0]  c:f32[6] = gather[axis=0 batch_dims=0 mode=fill] n i in (c) }",
+        false,
+    );
+}
+
+#[test]
+fn constant_fold() {
+    let g = fires(
+        "constant_fold",
+        "{ lambda a:f32[4] ; b:f32[] = 2.0, c:f32[] = 3.0 . let
+            d:f32[] = mul b c
+            e:f32[] = exp d
+            f:f32[4] = broadcast_in_dim[shape=(4,) broadcast_dimensions=()] e
+            g:f32[4] = add a f
+          in (g) }",
+    );
+    assert!(g.eqns.iter().all(|e| e.prim.name() != "mul" && e.prim.name() != "exp"));
+}
+
+#[test]
+fn elementwise_of_broadcasts() {
+    let g = fires(
+        "elementwise_of_broadcasts",
+        "{ lambda a:f32[3] b:f32[3] . let
+            c:f32[4,3] = broadcast_in_dim[shape=(4,3) broadcast_dimensions=(1,)] a
+            d:f32[4,3] = broadcast_in_dim[shape=(4,3) broadcast_dimensions=(1,)] b
+            e:f32[4,3] = add c d
+            f:f32[4,3] = exp e
+          in (f) }",
+    );
+    // The arithmetic runs on [3]; one broadcast at the end.
+    assert_eq!(g.eqns.iter().filter(|e| e.prim.name() == "broadcast_in_dim").count(), 1);
+    assert!(
+        g.eqns.iter().filter(|e| e.prim.name() != "broadcast_in_dim").all(|e| g
+            .var_type(e.outputs[0])
+            .shape
+            .dims()
+            == [3])
+    );
+}
+
+#[test]
+fn elementwise_of_transposes() {
+    let (f, g, report) = run(
+        "{ lambda a:f32[2,3] b:f32[2,3] . let
+            c:f32[3,2] = transpose[permutation=(1,0)] a
+            d:f32[3,2] = transpose[permutation=(1,0)] b
+            e:f32[3,2] = mul c d
+          in (e) }",
+        false,
+    );
+    assert!(report.fired("elementwise_of_transposes") > 0, "{report}");
+    assert_eq!(g.eqns.iter().filter(|e| e.prim.name() == "transpose").count(), 1, "{g}");
+    assert_same_values(&f, &g);
+}
+
+#[test]
+fn int_rules_mul_zero_sub_self_reassociate() {
+    let g = fires(
+        "mul_zero",
+        "{ lambda a:i32[8] ; z:i32[] = 0 . let b:i32[8] = broadcast_in_dim[shape=(8,) broadcast_dimensions=()] z  c:i32[8] = mul a b in (c) }",
+    );
+    assert!(g.eqns.iter().all(|e| e.prim.name() != "mul"));
+    fires("sub_self", "{ lambda a:i32[8] . let b:i32[8] = sub a a in (b) }");
+    let g = fires(
+        "reassociate_consts",
+        "{ lambda a:i32[8] ; x:i32[] = 2, y:i32[] = 2147483647 . let
+            b:i32[8] = broadcast_in_dim[shape=(8,) broadcast_dimensions=()] x
+            c:i32[8] = broadcast_in_dim[shape=(8,) broadcast_dimensions=()] y
+            d:i32[8] = add a b
+            e:i32[8] = add d c
+          in (e) }",
+    );
+    assert_eq!(g.eqns.iter().filter(|e| e.prim.name() == "add").count(), 1);
+}
+
+#[test]
+fn float_mul_zero_stays_nan_without_fast_math() {
+    let src = splat_prog("0.0", "mul", false);
+    does_not_fire("mul_zero", &src, false);
+    let (f, g, _) = run(&src, false);
+    let x = special(&f.param_types()[0], 0); // starts NaN, inf, -inf, ...
+    let out = kiln_ir::eval(&g, &[x]).unwrap()[0].to_f64_vec();
+    assert!(out[0].is_nan() && out[1].is_nan() && out[2].is_nan(), "{out:?}");
+    does_not_fire("sub_self", "{ lambda a:f32[8] . let b:f32[8] = sub a a in (b) }", false);
+}
+
+#[test]
+fn fast_math_rules_fire_only_with_fast_math() {
+    let cases = [
+        ("mul_zero", splat_prog("0.0", "mul", false)),
+        ("sub_self", "{ lambda a:f32[8] . let b:f32[8] = sub a a in (b) }".to_string()),
+        (
+            "reassociate_consts",
+            "{ lambda a:f32[8] ; x:f32[] = 0.1, y:f32[] = 0.2 . let
+                b:f32[8] = broadcast_in_dim[shape=(8,) broadcast_dimensions=()] x
+                c:f32[8] = broadcast_in_dim[shape=(8,) broadcast_dimensions=()] y
+                d:f32[8] = add a b
+                e:f32[8] = add d c
+              in (e) }"
+                .to_string(),
+        ),
+        (
+            "log_exp",
+            "{ lambda a:f32[8] . let i:f32[8] = iota[dtype=f32 shape=(8,) dimension=0]  b:f32[8] = exp i  c:f32[8] = log b  d:f32[8] = add a c in (d) }"
+                .to_string(),
+        ),
+        (
+            "exp_log",
+            "{ lambda a:f32[8] . let i:f32[8] = iota[dtype=f32 shape=(8,) dimension=0]  b:f32[8] = log i  c:f32[8] = exp b  d:f32[8] = add a c in (d) }"
+                .to_string(),
+        ),
+    ];
+    for (rule, src) in &cases {
+        does_not_fire(rule, src, false);
+        let (f, g, report) = run(src, true);
+        assert!(report.fired(rule) > 0, "{rule}:\n{report}");
+        // Fast math keeps results close on ordinary inputs.
+        let n = f.param_types()[0].shape.size();
+        let x = kiln_ir::Array::from_vec(
+            &[n],
+            (0..n).map(|i| [0.5f32, -1.0, 2.0, 3.0, -4.0, 0.25, 1.5, 8.0][i % 8]).collect(),
+        );
+        let want = kiln_ir::eval(&f, std::slice::from_ref(&x)).unwrap()[0].to_f64_vec();
+        let got = kiln_ir::eval(&g, &[x]).unwrap()[0].to_f64_vec();
+        for (w, o) in want.iter().zip(&got) {
+            assert!((w - o).abs() <= 1e-5 * w.abs().max(1.0), "{rule}: {want:?} vs {got:?}");
+        }
+    }
+}
+
+#[test]
+fn fast_math_exp_log_pairs_stay_guarded() {
+    // log(exp a): a may be large (exp overflows) — not rewritten even with fast math.
+    does_not_fire("log_exp", "{ lambda a:f32[8] . let b:f32[8] = exp a  c:f32[8] = log b in (c) }", true);
+    // exp(log a): a may be negative (log gives NaN) — not rewritten.
+    does_not_fire("exp_log", "{ lambda a:f32[8] . let b:f32[8] = log a  c:f32[8] = exp b in (c) }", true);
+}
+
+#[test]
+fn cse_merges_equal_equations_and_report_has_bounds() {
+    let (f, g, report) =
+        run("{ lambda a:f32[8] . let b:f32[8] = exp a  c:f32[8] = exp a  d:f32[8] = add b c in (d) }", false);
+    assert_eq!(g.eqns.len(), 2, "{g}");
+    assert_same_values(&f, &g);
+    let r = &report.regions[0];
+    assert!(r.accepted && r.cost_after < r.cost_before && r.iterations >= 1 && r.nodes > 0, "{report}");
+}
+
+#[test]
+fn subfunctions_are_simplified_as_their_own_regions() {
+    let (f, g, report) = run(
+        "{ lambda a:f32[4] . let
+            b:f32[4] c:f32[3,4] = scan[length=3 reverse=false num_consts=0 num_carry=1 body={ lambda x:f32[4] . let
+                y:f32[4] = neg x
+                z:f32[4] = neg y
+                w:f32[4] = sin z
+              in (w, z) }] a
+          in (b, c) }",
+        false,
+    );
+    assert!(report.regions.len() == 2 && report.regions[0].name.contains("body"), "{report}");
+    assert_eq!(report.fired("neg_neg"), 1);
+    let body = &g.eqns[0].prim.subfunctions()[0];
+    assert_eq!(body.eqns.len(), 1, "{g}");
+    assert_same_values(&f, &g);
+}
+
+#[test]
+fn long_bodies_are_cut_into_regions() {
+    let mut src = String::from("{ lambda a:f32[4] . let\n");
+    let mut prev = "a".to_string();
+    for i in 0..50 {
+        src += &format!("v{i}:f32[4] = neg {prev}\n");
+        prev = format!("v{i}");
+    }
+    src += &format!("in ({prev}) }}");
+    let f = parse(&src).unwrap();
+    let (g, report) = simplify(&f, &SimplifyOptions { region_eqns: 8, ..SimplifyOptions::default() });
+    assert_eq!(report.regions.len(), 7, "{report}");
+    verify(&g).unwrap();
+    assert_same_values(&f, &g);
+    assert!(g.eqns.len() <= 8, "{g}");
+}

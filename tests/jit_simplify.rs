@@ -1,0 +1,47 @@
+//! The simplifier in `jit`: on by default, results bitwise equal to the interpreter's and to the
+//! unsimplified compile, fast math passed on.
+
+use kiln::prelude::*;
+
+fn special(n: usize) -> Vec<f32> {
+    let v = [f32::NAN, f32::INFINITY, f32::NEG_INFINITY, -0.0, 0.0, 1.0, -1.0, 2.5, 1e30, -1e-40];
+    (0..n).map(|i| v[i % v.len()]).collect()
+}
+
+fn bits(t: &Tensor) -> Vec<u32> {
+    t.to_vec::<f32>().iter().map(|x| if x.is_nan() { f32::NAN.to_bits() } else { x.to_bits() }).collect()
+}
+
+/// x*1, x+(-0.0), neg(neg x), x*0 (kept without fast math), a broadcast-heavy expression.
+fn program(x: Tensor) -> Tensor {
+    let a = -(-(&x * 1.0 + (-0.0f32)));
+    let z = &x * 0.0;
+    let b = x.reshape(&[2, 8]).transpose(&[1, 0]).transpose(&[1, 0]).reshape(&[16]);
+    &a + &z + &b
+}
+
+#[test]
+fn simplified_jit_matches_unsimplified_and_eager_bitwise() {
+    let x = Tensor::from_vec(&[16], special(16));
+    let eager = program(x.clone());
+    let on = jit(program);
+    assert!(on.options().simplify);
+    let off = jit(program).simplify(false);
+    let a = on.call(&x).unwrap();
+    let b = off.call(&x).unwrap();
+    assert_eq!(bits(&a), bits(&eager));
+    assert_eq!(bits(&a), bits(&b));
+    // x*0 stays NaN for NaN and ±inf inputs without fast math.
+    let v = a.to_vec::<f32>();
+    assert!(v[0].is_nan() && v[1].is_nan() && v[2].is_nan());
+}
+
+#[test]
+fn fast_math_reaches_the_simplifier() {
+    let f = |x: Tensor| &x * 0.0 + &x;
+    let x = Tensor::from_vec(&[4], vec![1.0f32, f32::INFINITY, 2.0, 3.0]);
+    let exact = jit(f).call(&x).unwrap().to_vec::<f32>();
+    assert!(exact[1].is_nan()); // inf*0 + inf = NaN
+    let fast = jit(f).fast_math(true).call(&x).unwrap().to_vec::<f32>();
+    assert_eq!(fast, vec![1.0, f32::INFINITY, 2.0, 3.0]); // x*0 → 0 under fast math
+}
