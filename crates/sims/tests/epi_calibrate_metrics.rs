@@ -109,16 +109,19 @@ fn user_series_errors_name_file_line_and_value() {
 
 #[test]
 fn raw_zero_is_the_middle_of_the_bounds() {
-    let p = RawParams::middle(1).bounded(&COVID_BOUNDS, 3);
+    let p = RawParams::middle(1, 1).bounded(&COVID_BOUNDS, 3);
     assert_eq!(p.r0.to_vec::<f32>(), vec![4.5; 3]); // (1 + 8) / 2
     assert_eq!(p.mortality.to_vec::<f32>(), vec![0.0105; 3]); // (0.001 + 0.02) / 2
     assert_eq!(p.initial_pct.item::<f32>(), 0.505); // (0.01 + 1) / 2
     let weekly = RawParams {
         r0: kiln::prelude::Tensor::from_vec(&[2], vec![0.0f32, 2.0f32.ln()]),
-        ..RawParams::middle(2)
+        ..RawParams::middle(2, 3)
     };
-    // sigmoid(ln 2) = 2/3: 1 + 7 · 2/3.
-    let r0 = weekly.bounded(&COVID_BOUNDS, 2).r0.to_vec::<f32>();
+    // sigmoid(ln 2) = 2/3: 1 + 7 · 2/3; the third week repeats the second's R0.
+    let p = weekly.bounded(&COVID_BOUNDS, 3);
+    let r0 = p.r0.to_vec::<f32>();
     assert_eq!(r0[0], 4.5);
     assert!((r0[1] - (1.0 + 7.0 * 2.0 / 3.0)).abs() < 1e-5, "{r0:?}");
+    assert_eq!(r0[2], r0[1]);
+    assert_eq!(p.mortality.to_vec::<f32>(), vec![0.0105; 3]);
 }

@@ -65,13 +65,14 @@ pub struct CovidBounds {
 pub const COVID_BOUNDS: CovidBounds =
     CovidBounds { r0: (1.0, 8.0), mortality: (0.001, 0.02), initial_pct: (0.01, 1.0) };
 
-/// The unbounded parameters the optimizer moves: `r0`, `mortality` are `f32[1]` (one value for
-/// every week) or `f32[W]` (one per week); `initial_pct` is `f32[]`.
+/// The unbounded parameters the optimizer moves: `r0`, `mortality` are `f32[k]` with `1 ≤ k ≤ W`
+/// (weeks past the `k`-th use the last value: `k = 1` shares one value across all weeks);
+/// `initial_pct` is `f32[]`.
 #[derive(Tree, Clone, Debug)]
 pub struct RawParams {
-    /// Raw R0, `f32[1]` or `f32[W]`.
+    /// Raw R0, `f32[k]`.
     pub r0: Tensor,
-    /// Raw mortality, `f32[1]` or `f32[W]`.
+    /// Raw mortality, `f32[k]`.
     pub mortality: Tensor,
     /// Raw initial %, `f32[]`.
     pub initial_pct: Tensor,
@@ -83,21 +84,28 @@ fn squash(raw: &Tensor, (min, max): (f32, f32)) -> Tensor {
 }
 
 impl RawParams {
-    /// The middle of the bounds (raw 0) with `weeks` values of R0 and mortality (1: shared).
-    pub fn middle(weeks: usize) -> RawParams {
+    /// The middle of the bounds (raw 0) with `r0_weeks` values of R0 and `mortality_weeks` of
+    /// mortality (1: shared by every week).
+    pub fn middle(r0_weeks: usize, mortality_weeks: usize) -> RawParams {
         RawParams {
-            r0: Tensor::zeros(DType::F32, &[weeks]),
-            mortality: Tensor::zeros(DType::F32, &[weeks]),
+            r0: Tensor::zeros(DType::F32, &[r0_weeks]),
+            mortality: Tensor::zeros(DType::F32, &[mortality_weeks]),
             initial_pct: Tensor::scalar(0.0f32),
         }
     }
 
-    /// The model's parameters for `weeks` weeks: squashed into `bounds`, a shared value broadcast
-    /// to every week. Works on tracers (inside the training step) and concrete tensors.
+    /// The model's parameters for `weeks` weeks: squashed into `bounds`, the last value repeated
+    /// for weeks past the given ones. Works on tracers (inside the training step) and concrete
+    /// tensors.
     pub fn bounded(&self, bounds: &CovidBounds, weeks: usize) -> CovidParams {
         let per_week = |raw: &Tensor, b| {
             let v = squash(raw, b);
-            if v.shape().dims() == [1] && weeks != 1 { v.broadcast_to(&[weeks]) } else { v }
+            let given = v.shape().dims().first().copied().unwrap_or(1).max(1);
+            if given == weeks {
+                return v;
+            }
+            let index: Vec<i32> = (0..weeks).map(|w| w.min(given - 1) as i32).collect();
+            v.take(&Tensor::from_vec(&[weeks], index), 0)
         };
         CovidParams {
             r0: per_week(&self.r0, bounds.r0),
@@ -165,7 +173,8 @@ pub struct FitConfig {
     pub resample_noise: bool,
     /// Parameter bounds.
     pub bounds: CovidBounds,
-    /// One R0 and mortality per week (else one shared value).
+    /// One mortality per week and one R0 per [`identifiable_r0_weeks`] week (else one shared value
+    /// of each).
     pub weekly: bool,
     /// The loss.
     pub objective: Objective,
@@ -211,8 +220,13 @@ fn ensemble_keys(config: &FitConfig, epoch: usize) -> Tensor {
 }
 
 /// The ensemble-mean daily curves of `model` under `params` over the K keys `keys` (`u32[K, 2]`),
-/// each `f32[days]`: `vmap` over the keys with the model's arrays and the parameters shared.
+/// each `f32[days]`: `vmap` over the keys with the model's arrays and the parameters shared (K = 1
+/// simulates the one key unbatched).
 pub fn ensemble_mean(model: &CovidModel, params: &CovidParams, keys: &Tensor) -> Daily {
+    if keys.shape().dims().first() == Some(&1) {
+        // One member: no batch axis at all (the batched scatter/segment rules cost more).
+        return model.simulate(params, &keys.index(0));
+    }
     let per_key = vmap(
         |(m, p, k): (CovidModel, CovidParams, Tensor)| m.simulate(&p, &k),
         (AxisSpec::NONE, AxisSpec::NONE, 0),
@@ -232,6 +246,21 @@ fn loss(objective: Objective, sim: &Daily, scale: f32, targets: &Targets) -> Ten
             &nmse(&sim.infections, &targets.infections) + &nmse(&sim.deaths, &targets.deaths)
         }
     }
+}
+
+/// The weeks of a `days`-day run whose R0 can affect the simulated deaths (at least 1): an agent
+/// infected on day `t` dies, if at all, on day `t + 9` (1 + 3 days exposed + 5 infected), so week `w`
+/// matters only when `7w + 9 < days`. Later weeks share the last of these weeks' R0 in [`fit`] —
+/// otherwise they would keep their starting value, with zero gradient, into the forecast.
+///
+/// ```
+/// use kiln_sims::epi::calibrate::identifiable_r0_weeks;
+/// assert_eq!(identifiable_r0_weeks(42), 5); // week 5 (days 35..41) cannot reach day 41's deaths
+/// assert_eq!(identifiable_r0_weeks(10), 1);
+/// assert_eq!(identifiable_r0_weeks(5), 1);
+/// ```
+pub fn identifiable_r0_weeks(days: usize) -> usize {
+    days.checked_sub(10).map_or(1, |d| d / 7 + 1)
 }
 
 /// Fits the parameters of `model` (its days = the targets' length) to `targets` from the middle of
@@ -256,7 +285,11 @@ pub fn fit(
             loss(objective, &sim, scale, &obs)
         })((raw,))
     });
-    let mut raw = RawParams::middle(if config.weekly { weeks } else { 1 });
+    let mut raw = if config.weekly {
+        RawParams::middle(identifiable_r0_weeks(model.days), weeks)
+    } else {
+        RawParams::middle(1, 1)
+    };
     let mut adam = Adam::new(config.lr);
     let mut losses = Vec::with_capacity(config.epochs);
     for epoch in 0..config.epochs {
