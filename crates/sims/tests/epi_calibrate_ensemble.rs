@@ -18,10 +18,9 @@ fn vmap_ensemble_is_the_mean_of_separate_runs() {
     let single = jit(|(m, p, k): (CovidModel, CovidParams, Tensor)| m.simulate(&p, &k));
     let runs: Vec<_> =
         (0..3).map(|k| single.call(&(model.clone(), params.clone(), keys.index(k))).unwrap()).collect();
-    for (name, got, pick) in [
-        ("infections", mean.infections.to_vec::<f32>(), 0),
-        ("deaths", mean.deaths.to_vec::<f32>(), 1),
-    ] {
+    for (name, got, pick) in
+        [("infections", mean.infections.to_vec::<f32>(), 0), ("deaths", mean.deaths.to_vec::<f32>(), 1)]
+    {
         let per_run: Vec<Vec<f32>> = runs
             .iter()
             .map(|d| if pick == 0 { d.infections.to_vec::<f32>() } else { d.deaths.to_vec::<f32>() })
@@ -30,7 +29,10 @@ fn vmap_ensemble_is_the_mean_of_separate_runs() {
         for t in 0..days {
             let expected = per_run.iter().map(|r| f64::from(r[t])).sum::<f64>() / 3.0;
             let g = f64::from(got[t]);
-            assert!((g - expected).abs() <= 1e-5 * expected.abs().max(1.0), "{name} day {t}: {g} vs {expected}");
+            assert!(
+                (g - expected).abs() <= 1e-5 * expected.abs().max(1.0),
+                "{name} day {t}: {g} vs {expected}"
+            );
         }
     }
     assert!(mean.infections.sum(All).item::<f32>() > 50.0, "an epidemic happens");

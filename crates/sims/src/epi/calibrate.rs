@@ -221,7 +221,8 @@ fn ensemble_keys(config: &FitConfig, epoch: usize) -> Tensor {
 
 /// The ensemble-mean daily curves of `model` under `params` over the K keys `keys` (`u32[K, 2]`),
 /// each `f32[days]`: `vmap` over the keys with the model's arrays and the parameters shared (K = 1
-/// simulates the one key unbatched).
+/// simulates the one key unbatched). Measured: at 70,916 agents × 42 days an epoch with K = 2
+/// costs about 10 s against 1 s for K = 1, so the batched rules, not K, dominate for now.
 pub fn ensemble_mean(model: &CovidModel, params: &CovidParams, keys: &Tensor) -> Daily {
     if keys.shape().dims().first() == Some(&1) {
         // One member: no batch axis at all (the batched scatter/segment rules cost more).
