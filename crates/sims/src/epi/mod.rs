@@ -13,6 +13,7 @@
 //! # Ok::<(), kiln::Error>(())
 //! ```
 
+pub mod calibrate;
 pub mod data;
 pub mod disease;
 pub mod flu;

@@ -1,0 +1,389 @@
+//! Calibration of the COVID model to observed series by gradient descent through the simulator
+//! (GradABM's "learnable-params" mode, `anchor-gradabm.md` §1.5–1.7 and §4.3).
+//!
+//! The free parameters are unbounded raw values ([`RawParams`]); the model sees
+//! `min + (max − min) · sigmoid(raw)` within [`CovidBounds`] (the published bounds by default), so
+//! raw 0 is the middle of the bounds. Each training epoch is one `jit(value_and_grad(loss))` call —
+//! the simulation of an ensemble of K noise seeds (`vmap` over the keys, the model's arrays shared),
+//! the loss on the ensemble-mean curves, and its gradient — followed by gradient clipping by global
+//! norm and an Adam step ([`kiln::optim`]) on the host. A forecast simulates the training days plus
+//! a horizon with the last training week's parameters carried forward.
+//!
+//! ```
+//! use kiln_sims::epi::calibrate::{FitConfig, Objective, Targets, fit};
+//! use kiln_sims::epi::{CovidModel, Population, UpdateForm};
+//! let pop = Population::synthetic(300, 1);
+//! let model = CovidModel::new(&pop, 14, UpdateForm::KeepGrad);
+//! let targets = Targets::deaths(&[0.0; 14]);
+//! let config = FitConfig { epochs: 2, ensemble: 2, ..FitConfig::default() };
+//! let result = fit(&model, &targets, &config, |_, _| {})?;
+//! assert_eq!(result.losses.len(), 2);
+//! assert_eq!(result.params.r0.shape().dims(), &[2]); // two weeks
+//! # Ok::<(), kiln_sims::epi::calibrate::CalibrateError>(())
+//! ```
+
+mod dates;
+mod metrics;
+pub mod plot;
+mod series;
+
+pub use dates::Date;
+pub use metrics::{ForecastScores, Score, nd, persistence, rmse};
+pub use series::{DailySeries, trailing_mean};
+
+use super::model::{CovidModel, Daily};
+use super::params::CovidParams;
+use kiln::optim::{Adam, clip_by_global_norm};
+use kiln::prelude::*;
+use kiln::random;
+
+/// Why a calibration could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum CalibrateError {
+    /// A setting or target that cannot work (zero epochs, a target of the wrong length, ...).
+    #[error("calibrate: {0}")]
+    Config(String),
+    /// An error from kiln (tracing, compiling or running the step).
+    #[error(transparent)]
+    Kiln(#[from] kiln::Error),
+}
+
+/// Lower and upper bound of each calibrated parameter (R0; mortality as a fraction; initial
+/// infections in percent of the agents).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CovidBounds {
+    /// R0 range.
+    pub r0: (f32, f32),
+    /// Mortality (fraction of agents leaving I who die) range.
+    pub mortality: (f32, f32),
+    /// Initial infected percentage range.
+    pub initial_pct: (f32, f32),
+}
+
+/// The published COVID bounds (`train_abm.py` MIN/MAX_VAL_PARAMS): R0 ∈ [1, 8], mortality ∈
+/// [0.001, 0.02], initial % ∈ [0.01, 1].
+pub const COVID_BOUNDS: CovidBounds =
+    CovidBounds { r0: (1.0, 8.0), mortality: (0.001, 0.02), initial_pct: (0.01, 1.0) };
+
+/// The unbounded parameters the optimizer moves: `r0`, `mortality` are `f32[k]` with `1 ≤ k ≤ W`
+/// (weeks past the `k`-th use the last value: `k = 1` shares one value across all weeks);
+/// `initial_pct` is `f32[]`.
+#[derive(Tree, Clone, Debug)]
+pub struct RawParams {
+    /// Raw R0, `f32[k]`.
+    pub r0: Tensor,
+    /// Raw mortality, `f32[k]`.
+    pub mortality: Tensor,
+    /// Raw initial %, `f32[]`.
+    pub initial_pct: Tensor,
+}
+
+/// `min + (max − min) · sigmoid(raw)`.
+fn squash(raw: &Tensor, (min, max): (f32, f32)) -> Tensor {
+    &(raw.sigmoid() * f64::from(max - min)) + f64::from(min)
+}
+
+impl RawParams {
+    /// The middle of the bounds (raw 0) with `r0_weeks` values of R0 and `mortality_weeks` of
+    /// mortality (1: shared by every week).
+    pub fn middle(r0_weeks: usize, mortality_weeks: usize) -> RawParams {
+        RawParams {
+            r0: Tensor::zeros(DType::F32, &[r0_weeks]),
+            mortality: Tensor::zeros(DType::F32, &[mortality_weeks]),
+            initial_pct: Tensor::scalar(0.0f32),
+        }
+    }
+
+    /// The model's parameters for `weeks` weeks: squashed into `bounds`, the last value repeated
+    /// for weeks past the given ones. Works on tracers (inside the training step) and concrete
+    /// tensors.
+    pub fn bounded(&self, bounds: &CovidBounds, weeks: usize) -> CovidParams {
+        let per_week = |raw: &Tensor, b| {
+            let v = squash(raw, b);
+            let given = v.shape().dims().first().copied().unwrap_or(1).max(1);
+            if given == weeks {
+                return v;
+            }
+            let index: Vec<i32> = (0..weeks).map(|w| w.min(given - 1) as i32).collect();
+            v.take(&Tensor::from_vec(&[weeks], index), 0)
+        };
+        CovidParams {
+            r0: per_week(&self.r0, bounds.r0),
+            mortality: per_week(&self.mortality, bounds.mortality),
+            initial_pct: squash(&self.initial_pct, bounds.initial_pct),
+        }
+    }
+}
+
+/// What the loss compares.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Objective {
+    /// `mean((scale · deaths − observed)²)`: the reference's loss on (7-day-smoothed) daily deaths.
+    DeathsMse,
+    /// `Σ_{infections, deaths} mean((scale · sim − obs)²) / mean(obs²)`: the parameter-recovery loss
+    /// (`anchor-gradabm.md` §4.5), which needs observed infections.
+    NormalizedInfectionsDeaths,
+}
+
+/// Observed daily targets, `f32[T]` each, `T` the model's days.
+#[derive(Tree, Clone, Debug)]
+pub struct Targets {
+    /// Daily new infections (zeros when unobserved; only [`Objective::NormalizedInfectionsDeaths`]
+    /// reads them).
+    pub infections: Tensor,
+    /// Daily deaths.
+    pub deaths: Tensor,
+}
+
+impl Targets {
+    /// Deaths only (infections unobserved).
+    pub fn deaths(deaths: &[f64]) -> Targets {
+        let t = deaths.len();
+        Targets {
+            infections: Tensor::zeros(DType::F32, &[t]),
+            deaths: Tensor::from_vec(&[t], deaths.iter().map(|&d| d as f32).collect()),
+        }
+    }
+
+    /// Infections and deaths (same length).
+    pub fn infections_and_deaths(infections: &[f64], deaths: &[f64]) -> Targets {
+        let f = |x: &[f64]| Tensor::from_vec(&[x.len()], x.iter().map(|&v| v as f32).collect());
+        Targets { infections: f(infections), deaths: f(deaths) }
+    }
+
+    fn days(&self) -> usize {
+        self.deaths.shape().dims().first().copied().unwrap_or(0)
+    }
+}
+
+/// Settings of [`fit`].
+#[derive(Clone, Debug)]
+pub struct FitConfig {
+    /// Optimizer steps (one simulated ensemble, loss and gradient each).
+    pub epochs: usize,
+    /// Adam learning rate (on the raw, sigmoid-space parameters).
+    pub lr: f64,
+    /// Gradients are clipped to this global L2 norm before the Adam step.
+    pub clip_norm: f64,
+    /// K: noise seeds simulated per step (`vmap` over their keys); the loss uses the mean curves.
+    pub ensemble: usize,
+    /// Seed of the simulation noise.
+    pub seed: u32,
+    /// Draw fresh noise every epoch (else the same K keys every epoch).
+    pub resample_noise: bool,
+    /// Parameter bounds.
+    pub bounds: CovidBounds,
+    /// One mortality per week and one R0 per [`identifiable_r0_weeks`] week (else one shared value
+    /// of each).
+    pub weekly: bool,
+    /// The loss.
+    pub objective: Objective,
+    /// Simulated counts are multiplied by this before comparison (population / agents when the
+    /// simulated population is smaller than the observed one).
+    pub scale: f32,
+}
+
+impl Default for FitConfig {
+    /// 200 epochs, Adam lr 1e-2, clip 10 (`anchor-gradabm.md` §4.3), K = 1, seed 0, fresh noise,
+    /// published bounds, weekly parameters, [`Objective::DeathsMse`], scale 1.
+    fn default() -> FitConfig {
+        FitConfig {
+            epochs: 200,
+            lr: 1e-2,
+            clip_norm: 10.0,
+            ensemble: 1,
+            seed: 0,
+            resample_noise: true,
+            bounds: COVID_BOUNDS,
+            weekly: true,
+            objective: Objective::DeathsMse,
+            scale: 1.0,
+        }
+    }
+}
+
+/// The result of [`fit`].
+#[derive(Clone, Debug)]
+pub struct Fitted {
+    /// The final raw parameters.
+    pub raw: RawParams,
+    /// The final model parameters (bounded, one per training week), concrete.
+    pub params: CovidParams,
+    /// The loss of every epoch (before that epoch's update).
+    pub losses: Vec<f32>,
+}
+
+/// The K noise keys (`u32[K, 2]`) of `epoch`.
+fn ensemble_keys(config: &FitConfig, epoch: usize) -> Tensor {
+    let round = if config.resample_noise { epoch as u32 } else { 0 };
+    random::split(&random::fold_in(&random::key(config.seed), round), config.ensemble)
+}
+
+/// The ensemble-mean daily curves of `model` under `params` over the K keys `keys` (`u32[K, 2]`),
+/// each `f32[days]`: `vmap` over the keys with the model's arrays and the parameters shared (K = 1
+/// simulates the one key unbatched). Measured: at 70,916 agents × 42 days an epoch with K = 2
+/// costs about 10 s against 1 s for K = 1, so the batched rules, not K, dominate for now.
+pub fn ensemble_mean(model: &CovidModel, params: &CovidParams, keys: &Tensor) -> Daily {
+    if keys.shape().dims().first() == Some(&1) {
+        // One member: no batch axis at all (the batched scatter/segment rules cost more).
+        return model.simulate(params, &keys.index(0));
+    }
+    let per_key = vmap(
+        |(m, p, k): (CovidModel, CovidParams, Tensor)| m.simulate(&p, &k),
+        (AxisSpec::NONE, AxisSpec::NONE, 0),
+        0,
+    );
+    let runs = per_key((model.clone(), params.clone(), keys.clone()));
+    Daily { infections: runs.infections.mean(0), deaths: runs.deaths.mean(0) }
+}
+
+/// The loss of `objective` between the scaled simulated curves and the targets (a scalar).
+fn loss(objective: Objective, sim: &Daily, scale: f32, targets: &Targets) -> Tensor {
+    let mse = |s: &Tensor, o: &Tensor| (&(s * f64::from(scale)) - o).square().mean_all();
+    match objective {
+        Objective::DeathsMse => mse(&sim.deaths, &targets.deaths),
+        Objective::NormalizedInfectionsDeaths => {
+            let nmse = |s: &Tensor, o: &Tensor| &mse(s, o) / &(&o.square().mean_all() + 1e-12);
+            &nmse(&sim.infections, &targets.infections) + &nmse(&sim.deaths, &targets.deaths)
+        }
+    }
+}
+
+/// The weeks of a `days`-day run whose R0 can affect the simulated deaths (at least 1): an agent
+/// infected on day `t` dies, if at all, on day `t + 9` (1 + 3 days exposed + 5 infected), so week `w`
+/// matters only when `7w + 9 < days`. Later weeks share the last of these weeks' R0 in [`fit`] —
+/// otherwise they would keep their starting value, with zero gradient, into the forecast.
+///
+/// ```
+/// use kiln_sims::epi::calibrate::identifiable_r0_weeks;
+/// assert_eq!(identifiable_r0_weeks(42), 5); // week 5 (days 35..41) cannot reach day 41's deaths
+/// assert_eq!(identifiable_r0_weeks(10), 1);
+/// assert_eq!(identifiable_r0_weeks(5), 1);
+/// ```
+pub fn identifiable_r0_weeks(days: usize) -> usize {
+    days.checked_sub(10).map_or(1, |d| d / 7 + 1)
+}
+
+/// Fits the parameters of `model` (its days = the targets' length) to `targets` from the middle of
+/// the bounds, calling `on_epoch(epoch, loss)` after each epoch (for progress display).
+///
+/// # Errors
+/// [`CalibrateError::Config`] for zero epochs or ensemble, a non-positive learning rate, scale or
+/// clip norm, or targets whose length is not the model's days; [`CalibrateError::Kiln`] if tracing,
+/// compiling or running fails.
+pub fn fit(
+    model: &CovidModel,
+    targets: &Targets,
+    config: &FitConfig,
+    mut on_epoch: impl FnMut(usize, f32),
+) -> Result<Fitted, CalibrateError> {
+    check_config(model, targets, config)?;
+    let weeks = model.days.div_ceil(7);
+    let (bounds, objective, scale) = (config.bounds, config.objective, config.scale);
+    let step = jit(move |(m, raw, keys, obs): (CovidModel, RawParams, Tensor, Targets)| {
+        value_and_grad(|(raw,): (RawParams,)| {
+            let sim = ensemble_mean(&m, &raw.bounded(&bounds, weeks), &keys);
+            loss(objective, &sim, scale, &obs)
+        })((raw,))
+    });
+    let mut raw = if config.weekly {
+        RawParams::middle(identifiable_r0_weeks(model.days), weeks)
+    } else {
+        RawParams::middle(1, 1)
+    };
+    let mut adam = Adam::new(config.lr);
+    let mut losses = Vec::with_capacity(config.epochs);
+    for epoch in 0..config.epochs {
+        let args = (model.clone(), raw.clone(), ensemble_keys(config, epoch), targets.clone());
+        let (value, (grads,)) = step.call(&args)?;
+        let value = value.item::<f32>();
+        if !value.is_finite() {
+            return Err(CalibrateError::Config(format!("the loss became {value} at epoch {epoch}")));
+        }
+        let (clipped, _norm) = clip_by_global_norm(&grads, config.clip_norm)?;
+        raw = adam.update(&raw, &clipped)?;
+        losses.push(value);
+        on_epoch(epoch, value);
+    }
+    let params = raw.bounded(&config.bounds, weeks);
+    Ok(Fitted { raw, params, losses })
+}
+
+fn check_config(model: &CovidModel, targets: &Targets, config: &FitConfig) -> Result<(), CalibrateError> {
+    let bad = |m: String| Err(CalibrateError::Config(m));
+    if config.epochs == 0 || config.ensemble == 0 {
+        return bad(format!(
+            "epochs ({}) and ensemble ({}) must be positive",
+            config.epochs, config.ensemble
+        ));
+    }
+    let positive = |x: f64| x > 0.0 && x.is_finite();
+    if !positive(config.lr) || !positive(config.clip_norm) || !positive(f64::from(config.scale)) {
+        return bad(format!(
+            "lr ({}), clip_norm ({}) and scale ({}) must be positive and finite",
+            config.lr, config.clip_norm, config.scale
+        ));
+    }
+    let t = targets.days();
+    if t != model.days || targets.infections.shape().dims() != [t] || t == 0 {
+        return bad(format!(
+            "targets are infections {} and deaths {} but the model simulates {} days",
+            targets.infections.ty(),
+            targets.deaths.ty(),
+            model.days
+        ));
+    }
+    Ok(())
+}
+
+/// `params` for `days` days: weeks past the given ones repeat the last given week (the forecast's
+/// assumption that the fitted conditions persist).
+pub fn extend_weeks(params: &CovidParams, days: usize) -> CovidParams {
+    let weeks = days.div_ceil(7);
+    let extend = |t: &Tensor| {
+        let mut v = t.to_vec::<f32>();
+        let last = v.last().copied().unwrap_or(0.0);
+        v.resize(weeks.max(v.len()), last);
+        v.truncate(weeks);
+        Tensor::from_vec(&[weeks], v)
+    };
+    CovidParams {
+        r0: extend(&params.r0),
+        mortality: extend(&params.mortality),
+        initial_pct: params.initial_pct.clone(),
+    }
+}
+
+/// The ensemble-mean curves of `model` (any number of days) under `params` (extended with
+/// [`extend_weeks`]) over K = `ensemble` keys from `seed`, through `jit`: `(infections, deaths)`,
+/// each `model.days` values, unscaled.
+///
+/// # Errors
+/// [`CalibrateError::Config`] for `ensemble == 0`; [`CalibrateError::Kiln`] if running fails.
+pub fn simulate_mean(
+    model: &CovidModel,
+    params: &CovidParams,
+    ensemble: usize,
+    seed: u32,
+) -> Result<(Vec<f64>, Vec<f64>), CalibrateError> {
+    if ensemble == 0 {
+        return Err(CalibrateError::Config("ensemble must be positive".into()));
+    }
+    let keys = random::split(&random::key(seed), ensemble);
+    let params = extend_weeks(params, model.days);
+    let run = jit(|(m, p, k): (CovidModel, CovidParams, Tensor)| ensemble_mean(&m, &p, &k));
+    let daily = run.call(&(model.clone(), params, keys))?;
+    let f64s = |t: &Tensor| t.to_vec::<f32>().into_iter().map(f64::from).collect();
+    Ok((f64s(&daily.infections), f64s(&daily.deaths)))
+}
+
+/// The same model for another number of days (the forecast's longer run).
+pub fn with_days(model: &CovidModel, days: usize) -> CovidModel {
+    // The infectiousness table has `days + 10` entries; extend it from the same Gamma.
+    let (mean, sd) = super::disease::GAMMA_MEAN_SD;
+    CovidModel {
+        pmf: Tensor::from_vec(&[days + 10], super::disease::gamma_pmf(days + 10, mean, sd)),
+        days,
+        ..model.clone()
+    }
+}

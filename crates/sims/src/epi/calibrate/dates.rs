@@ -1,0 +1,88 @@
+//! Calendar dates as day numbers, enough for daily series: parse and print `YYYY-MM-DD`, add days.
+
+use std::fmt;
+
+/// A proleptic-Gregorian calendar date, stored as days since 1970-01-01 (so `a - b` is a day count).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Date(i64);
+
+impl Date {
+    /// Parses `YYYY-MM-DD` (a real calendar day: `2021-02-29` is rejected).
+    ///
+    /// # Errors
+    /// A message quoting the text.
+    ///
+    /// ```
+    /// use kiln_sims::epi::calibrate::Date;
+    /// let d = Date::parse("2020-03-15").unwrap();
+    /// assert_eq!(d.add_days(17).to_string(), "2020-04-01");
+    /// assert!(Date::parse("2020-02-30").is_err());
+    /// ```
+    pub fn parse(text: &str) -> Result<Date, String> {
+        let bad = || format!("\"{text}\" is not a date YYYY-MM-DD");
+        let parts: Vec<&str> = text.trim().split('-').collect();
+        let [y, m, d] = parts.as_slice() else { return Err(bad()) };
+        if y.len() != 4 || m.len() != 2 || d.len() != 2 {
+            return Err(bad());
+        }
+        let (y, m, d): (i64, u32, u32) =
+            (y.parse().map_err(|_| bad())?, m.parse().map_err(|_| bad())?, d.parse().map_err(|_| bad())?);
+        if !(1..=12).contains(&m) || d == 0 || d > days_in_month(y, m) {
+            return Err(bad());
+        }
+        Ok(Date(days_from_civil(y, m, d)))
+    }
+
+    /// The date `n` days later (earlier for negative `n`).
+    pub fn add_days(self, n: i64) -> Date {
+        Date(self.0 + n)
+    }
+
+    /// Days from `earlier` to `self`.
+    pub fn days_since(self, earlier: Date) -> i64 {
+        self.0 - earlier.0
+    }
+}
+
+impl fmt::Display for Date {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (y, m, d) = civil_from_days(self.0);
+        write!(f, "{y:04}-{m:02}-{d:02}")
+    }
+}
+
+fn is_leap(y: i64) -> bool {
+    (y % 4 == 0 && y % 100 != 0) || y % 400 == 0
+}
+
+fn days_in_month(y: i64, m: u32) -> u32 {
+    match m {
+        2 if is_leap(y) => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    }
+}
+
+// Howard Hinnant's `days_from_civil` / `civil_from_days` (public domain), eras of 400 years.
+fn days_from_civil(y: i64, m: u32, d: u32) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = i64::from((m + 9) % 12);
+    let doy = (153 * mp + 2) / 5 + i64::from(d) - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (yoe + era * 400 + i64::from(m <= 2), m, d)
+}

@@ -1,0 +1,146 @@
+//! Observed daily series (date, value): from the bundled county file or a user's `date,deaths` CSV,
+//! smoothed and cut to a training window.
+
+use super::dates::Date;
+use crate::epi::data::{CovidDaily, DataError};
+use std::path::Path;
+
+/// A daily series over consecutive dates starting at `start` (one value per day).
+#[derive(Clone, Debug, PartialEq)]
+pub struct DailySeries {
+    /// The first day.
+    pub start: Date,
+    /// One value per day from `start` (deaths per day).
+    pub values: Vec<f64>,
+}
+
+impl DailySeries {
+    /// The date of entry `i`.
+    pub fn date(&self, i: usize) -> Date {
+        self.start.add_days(i as i64)
+    }
+
+    /// The last day (the series is never empty).
+    pub fn end(&self) -> Date {
+        self.date(self.values.len() - 1)
+    }
+
+    /// A county's daily deaths from [`crate::epi::data::load_county_covid_daily`]; empty days (before
+    /// reporting began) count as 0. `path` is the file it came from, for errors.
+    ///
+    /// # Errors
+    /// [`DataError::Line`]-style content errors for a date that does not parse or breaks the
+    /// day-by-day sequence.
+    pub fn from_county(daily: &CovidDaily, path: &Path) -> Result<DailySeries, DataError> {
+        let content = |message: String| DataError::Content { path: path.to_path_buf(), message };
+        let start =
+            Date::parse(&daily.dates[0]).map_err(|m| content(format!("county {}: {m}", daily.fips)))?;
+        for (i, d) in daily.dates.iter().enumerate() {
+            let date = Date::parse(d).map_err(|m| content(format!("county {}: {m}", daily.fips)))?;
+            if date != start.add_days(i as i64) {
+                return Err(content(format!(
+                    "county {}: date {d} breaks the day-by-day sequence (expected {})",
+                    daily.fips,
+                    start.add_days(i as i64)
+                )));
+            }
+        }
+        Ok(DailySeries { start, values: daily.deaths.iter().map(|d| d.unwrap_or(0.0)).collect() })
+    }
+
+    /// A user's daily series: a CSV with a header naming `date` (`YYYY-MM-DD`) and `deaths` columns
+    /// (other columns are ignored), one row per consecutive day, deaths a finite number.
+    ///
+    /// # Errors
+    /// [`DataError`] naming the file, and the line and value where one is at fault: a missing file, a
+    /// missing column, a date that does not parse or is not the day after the previous row, a deaths
+    /// value that is not a finite number, or no rows.
+    pub fn load_csv(path: &Path) -> Result<DailySeries, DataError> {
+        let file = std::fs::File::open(path)
+            .map_err(|source| DataError::Open { path: path.to_path_buf(), source })?;
+        let mut reader = csv::ReaderBuilder::new().flexible(true).from_reader(file);
+        let line_err =
+            |line: u64, message: String| DataError::Line { path: path.to_path_buf(), line, message };
+        let headers: Vec<String> = reader
+            .headers()
+            .map_err(|e| line_err(1, e.to_string()))?
+            .iter()
+            .map(|h| h.trim_start_matches('\u{feff}').trim().to_string())
+            .collect();
+        let column = |name: &str| {
+            headers.iter().position(|h| h == name).ok_or_else(|| DataError::Content {
+                path: path.to_path_buf(),
+                message: format!(
+                    "no column \"{name}\" in the header (columns: {}); expected date,deaths",
+                    headers.join(", ")
+                ),
+            })
+        };
+        let (date_col, deaths_col) = (column("date")?, column("deaths")?);
+        let mut start = None;
+        let mut values = Vec::new();
+        for record in reader.records() {
+            let record = record.map_err(|e| {
+                let line = e.position().map_or(0, csv::Position::line);
+                line_err(line, e.to_string())
+            })?;
+            let line = record.position().map_or(0, csv::Position::line);
+            let get = |i: usize, name: &str| {
+                record.get(i).map(str::trim).ok_or_else(|| {
+                    line_err(line, format!("missing column {name} (the line has {} fields)", record.len()))
+                })
+            };
+            let date = Date::parse(get(date_col, "date")?).map_err(|m| line_err(line, m))?;
+            let raw = get(deaths_col, "deaths")?;
+            let deaths: f64 = raw
+                .parse()
+                .ok()
+                .filter(|v: &f64| v.is_finite())
+                .ok_or_else(|| line_err(line, format!("deaths \"{raw}\" is not a finite number")))?;
+            let first = *start.get_or_insert(date);
+            let expected = first.add_days(values.len() as i64);
+            if date != expected {
+                return Err(line_err(
+                    line,
+                    format!("date {date} is not the day after the previous row (expected {expected})"),
+                ));
+            }
+            values.push(deaths);
+        }
+        match start {
+            Some(start) => Ok(DailySeries { start, values }),
+            None => Err(DataError::Content { path: path.to_path_buf(), message: "no data rows".into() }),
+        }
+    }
+
+    /// The 7-day trailing mean (the reference's smoothing of the target): entry `i` is the mean of
+    /// entries `i-6..=i`, or of those that exist near the start.
+    pub fn smoothed(&self) -> DailySeries {
+        DailySeries { start: self.start, values: trailing_mean(&self.values, 7) }
+    }
+
+    /// The entries from `from` to `to` inclusive, with their first date, or `None` when the window is
+    /// empty or not inside the series.
+    pub fn window(&self, from: Date, to: Date) -> Option<DailySeries> {
+        let (a, b) = (from.days_since(self.start), to.days_since(self.start));
+        if a < 0 || b < a || b >= self.values.len() as i64 {
+            return None;
+        }
+        Some(DailySeries { start: from, values: self.values[a as usize..=b as usize].to_vec() })
+    }
+}
+
+/// The trailing mean over `width` entries (fewer at the start): `out[i] = mean(x[i+1-width..=i])`.
+///
+/// ```
+/// use kiln_sims::epi::calibrate::trailing_mean;
+/// assert_eq!(trailing_mean(&[1.0, 3.0, 5.0, 7.0], 2), vec![1.0, 2.0, 4.0, 6.0]);
+/// ```
+pub fn trailing_mean(x: &[f64], width: usize) -> Vec<f64> {
+    (0..x.len())
+        .map(|i| {
+            let lo = (i + 1).saturating_sub(width);
+            x[lo..=i].iter().sum::<f64>() / (i + 1 - lo) as f64
+        })
+        .collect()
+}

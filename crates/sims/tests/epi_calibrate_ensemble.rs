@@ -1,0 +1,59 @@
+//! The ensemble (`vmap` over K noise keys, one shared model) equals the mean of K separate runs, and
+//! a forecast's longer model starts with the same days as the training model.
+
+use kiln::prelude::*;
+use kiln_sims::epi::calibrate::{ensemble_mean, extend_weeks, simulate_mean, with_days};
+use kiln_sims::epi::{CovidModel, CovidParams, Population, UpdateForm};
+
+#[test]
+fn vmap_ensemble_is_the_mean_of_separate_runs() {
+    let days = 21;
+    let pop = Population::synthetic(3_000, 5);
+    let model = CovidModel::new(&pop, days, UpdateForm::KeepGrad);
+    let params = CovidParams::constant(days, 4.0, 0.015, 2.0);
+    let keys = kiln::random::split(&kiln::random::key(11u32), 3);
+    let mean = jit(|(m, p, k): (CovidModel, CovidParams, Tensor)| ensemble_mean(&m, &p, &k))
+        .call(&(model.clone(), params.clone(), keys.clone()))
+        .unwrap();
+    let single = jit(|(m, p, k): (CovidModel, CovidParams, Tensor)| m.simulate(&p, &k));
+    let runs: Vec<_> =
+        (0..3).map(|k| single.call(&(model.clone(), params.clone(), keys.index(k))).unwrap()).collect();
+    for (name, got, pick) in
+        [("infections", mean.infections.to_vec::<f32>(), 0), ("deaths", mean.deaths.to_vec::<f32>(), 1)]
+    {
+        let per_run: Vec<Vec<f32>> = runs
+            .iter()
+            .map(|d| if pick == 0 { d.infections.to_vec::<f32>() } else { d.deaths.to_vec::<f32>() })
+            .collect();
+        assert!(per_run[0] != per_run[1], "{name}: different keys give different runs");
+        for t in 0..days {
+            let expected = per_run.iter().map(|r| f64::from(r[t])).sum::<f64>() / 3.0;
+            let g = f64::from(got[t]);
+            assert!(
+                (g - expected).abs() <= 1e-5 * expected.abs().max(1.0),
+                "{name} day {t}: {g} vs {expected}"
+            );
+        }
+    }
+    assert!(mean.infections.sum(All).item::<f32>() > 50.0, "an epidemic happens");
+}
+
+#[test]
+fn forecast_model_repeats_the_training_days_and_carries_the_last_week() {
+    let pop = Population::synthetic(2_000, 9);
+    let model = CovidModel::new(&pop, 14, UpdateForm::KeepGrad);
+    let params = CovidParams {
+        r0: Tensor::from_vec(&[2], vec![5.0f32, 3.0]),
+        mortality: Tensor::from_vec(&[2], vec![0.01f32, 0.02]),
+        initial_pct: Tensor::scalar(1.0f32),
+    };
+    let long = extend_weeks(&params, 30);
+    assert_eq!(long.r0.to_vec::<f32>(), vec![5.0, 3.0, 3.0, 3.0, 3.0]);
+    assert_eq!(long.mortality.to_vec::<f32>(), vec![0.01, 0.02, 0.02, 0.02, 0.02]);
+    let (i14, d14) = simulate_mean(&model, &params, 2, 3).unwrap();
+    let (i30, d30) = simulate_mean(&with_days(&model, 30), &params, 2, 3).unwrap();
+    assert_eq!((i30.len(), d30.len()), (30, 30));
+    // The same keys draw the same noise for the shared days, so the first 14 days agree exactly.
+    assert_eq!(&i30[..14], &i14[..]);
+    assert_eq!(&d30[..14], &d14[..]);
+}
