@@ -21,7 +21,8 @@ use std::time::Instant;
 
 /// The bundled real population and network (Franklin County, MA).
 const FRANKLIN: u32 = 25011;
-/// Agents of the synthetic population used for a county without a bundled network.
+/// Agents of the generated population (the county's age mix and fitted contact counts,
+/// `Population::county_scaled`) used for a county without a bundled network.
 const DEFAULT_SYNTHETIC_AGENTS: usize = 100_000;
 
 #[derive(Parser)]
@@ -58,7 +59,7 @@ struct CalibrateArgs {
     /// Disease model.
     #[arg(long, value_enum, default_value_t = Disease::Covid)]
     disease: Disease,
-    /// Simulate a synthetic population of N agents (counts scaled to the county's population)
+    /// Simulate a generated population of N agents with the county's age mix and contact counts
     /// [default: the real 25011 population, or 100000 for other counties].
     #[arg(long, value_name = "N", allow_hyphen_values = true)]
     agents: Option<i64>,
@@ -183,9 +184,13 @@ fn check_inputs(args: &CalibrateArgs) -> Result<Inputs, String> {
         None if args.county == FRANKLIN => (Population::franklin_county().map_err(data_err)?, false),
         None => {
             let n = usize::try_from(county.num_agents).unwrap_or(usize::MAX).min(DEFAULT_SYNTHETIC_AGENTS);
-            (Population::synthetic(n, u64::from(args.seed)), true)
+            let p = Population::county_scaled(args.county, n as u64, u64::from(args.seed));
+            (p.map_err(|e| e.to_string())?, true)
         }
-        Some(n) => (Population::synthetic(n as usize, u64::from(args.seed)), true),
+        Some(n) => {
+            let p = Population::county_scaled(args.county, n as u64, u64::from(args.seed));
+            (p.map_err(|e| e.to_string())?, true)
+        }
     };
     Ok(Inputs {
         source,
