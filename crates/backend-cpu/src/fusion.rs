@@ -5,9 +5,11 @@
 //! The rule (deliberately simple; the equality-saturation pass improves on it later): an equation a
 //! kernel can express as "value at an output index" is inlined into its consumer when its result has
 //! exactly one use and that use is itself in a kernel; broadcasts and iotas, which cost nothing to
-//! recompute, are inlined into every kernel consumer. Reductions are always kernel roots (inlining
+//! recompute, and mask logic (comparisons and bool and/or/not, see [`duplicable`]) are inlined into
+//! every kernel consumer. Reductions are always kernel roots (inlining
 //! them would recompute a whole loop per consumer element), and so are `dot_general`s with a small
-//! contracting size ([`SMALL_DOT_CONTRACTION`]); larger ones are gemm runtime steps.
+//! contracting size ([`SMALL_DOT_CONTRACTION`]) and few multiply-adds ([`SMALL_DOT_MAX_MACS`]); the
+//! others are gemm runtime steps.
 
 use kiln_ir::{Function, Prim};
 
@@ -39,12 +41,23 @@ enum Lowering {
 /// small products (a 4-element dot per environment, a `[120,10]·[10]` per scan step).
 pub(crate) const SMALL_DOT_CONTRACTION: usize = 16;
 
+/// The most multiply-adds (output elements × contracting size) a small-contraction dot may have and
+/// still be a kernel: the kernel's per-element scalar sum loses to gemm on a real matrix product.
+/// Measured on W5's backward `[256,10]·[512,10]ᵀ` (1.3 M multiply-adds): as a kernel it took about a
+/// quarter of the 8 ms step (`perf`), more than the 784×512×256 gemm that precedes it per flop.
+pub(crate) const SMALL_DOT_MAX_MACS: usize = 1 << 18;
+
 fn lowering(f: &Function, e: &kiln_ir::Eqn) -> Lowering {
     match &e.prim {
         Prim::DotGeneral { lhs_contracting, .. } => {
             let lhs = f.var_type(e.inputs[0]);
             let k: usize = lhs_contracting.iter().map(|&d| lhs.shape[d]).product();
-            if k <= SMALL_DOT_CONTRACTION { Lowering::RootOnly } else { Lowering::Runtime }
+            let macs = f.var_type(e.outputs[0]).shape.size().saturating_mul(k);
+            if k <= SMALL_DOT_CONTRACTION && macs <= SMALL_DOT_MAX_MACS {
+                Lowering::RootOnly
+            } else {
+                Lowering::Runtime
+            }
         }
         Prim::Unary(_)
         | Prim::Binary(_)
@@ -185,9 +198,20 @@ fn costly(prim: &Prim) -> bool {
     false
 }
 
-/// Free to recompute per consumer even with several consumers.
-fn duplicable(prim: &Prim) -> bool {
-    matches!(prim, Prim::BroadcastInDim { .. } | Prim::Iota { .. })
+/// Cheap enough to recompute in every consumer kernel: broadcasts and iotas, and mask logic
+/// (comparisons, not/and/or/xor, is_finite giving bools). Recomputing a mask such as relu's
+/// `x > 0` from the float it tests keeps it out of memory, and a kernel with a bool leaf or output
+/// cannot take the vector path (`codegen::vector`): on W5's grad the materialized relu mask and
+/// the two scalar selects reading it took about a fifth of the step (`perf`).
+fn duplicable(f: &Function, e: &kiln_ir::Eqn) -> bool {
+    use kiln_ir::{BinaryOp as B, DType, UnaryOp as U};
+    let mask = f.var_type(e.outputs[0]).dtype == DType::Bool;
+    match &e.prim {
+        Prim::BroadcastInDim { .. } | Prim::Iota { .. } => true,
+        Prim::Compare(_) => mask,
+        Prim::Unary(U::Not | U::IsFinite) | Prim::Binary(B::And | B::Or | B::Xor) => mask,
+        _ => false,
+    }
 }
 
 /// The role of every equation of `f`, indexed like `f.eqns`.
@@ -206,6 +230,9 @@ pub(crate) fn assign(f: &Function) -> Vec<Role> {
     let mut roles = vec![Role::Runtime; f.eqns.len()];
     // `repeated[i]`: an inlined equation is evaluated more than once per element of its output.
     let mut repeated = vec![false; f.eqns.len()];
+    // `copied[i]`: an inlined equation recomputed in several consumers (directly or because its
+    // consumer is); its producers may be inlined only if they are duplicable too.
+    let mut copied = vec![false; f.eqns.len()];
     // Consumers come after producers, so walking backwards decides every consumer first.
     for i in (0..f.eqns.len()).rev() {
         let e = &f.eqns[i];
@@ -219,7 +246,7 @@ pub(crate) fn assign(f: &Function) -> Vec<Role> {
                 let inline = !is_output[out.index()]
                     && !users.is_empty()
                     && users.iter().all(in_kernel)
-                    && (users.len() == 1 || duplicable(&e.prim));
+                    && ((users.len() == 1 && !copied[users[0]]) || duplicable(f, e));
                 // Evaluated more than once per element inside the consumer's kernel?
                 repeated[i] = inline
                     && users.iter().any(|&u| {
@@ -228,6 +255,7 @@ pub(crate) fn assign(f: &Function) -> Vec<Role> {
                         inherited || ue.inputs.iter().enumerate().any(|(k, v)| *v == out && rereads(f, ue, k))
                     });
                 if inline && !(repeated[i] && costly(&e.prim)) {
+                    copied[i] = users.len() > 1 || users.iter().any(|&u| copied[u]);
                     Role::Inline
                 } else {
                     repeated[i] = false; // a root: its producers are evaluated once per its element

@@ -184,3 +184,20 @@ fn in_place_and_packed_reads_give_the_same_bits() {
     let (Array::F32(g), Array::F32(w)) = (&a[0], &want[0]) else { panic!("f32 expected") };
     assert!(g.iter().zip(w).all(|(g, w)| (g - w).abs() <= 1e-5 * w.abs().max(1.0)));
 }
+
+#[test]
+fn small_contractions_are_kernels_unless_the_product_is_large() {
+    // k = 10 ≤ SMALL_DOT_CONTRACTION: a kernel while output·k ≤ SMALL_DOT_MAX_MACS (2¹⁸), a gemm step
+    // above (W5's backward g·W2ᵀ, [256,10]·[512,10]ᵀ). Both match the interpreter exactly.
+    for (m, n, gemm) in [(8usize, 12usize, false), (256, 512, true)] {
+        let c = Case { lhs: &[0, 10], rhs: &[0, 10], lc: &[1], rc: &[1], lb: &[], rb: &[] };
+        let (lt, rt) = (TensorType::new(DType::F32, [m, 10]), TensorType::new(DType::F32, [n, 10]));
+        let f = dot_function(lt, rt, dot(&c, None));
+        let plan = plan_text(&f);
+        assert_eq!(plan.contains("gemm 1×"), gemm, "{m}×10·{n}×10:\n{plan}");
+        let (l, r) = (ints(DType::F32, &[m, 10], 5), ints(DType::F32, &[n, 10], 6));
+        let want = eval(&f, &[l.clone(), r.clone()]).unwrap();
+        let got = compile_with(&f, &opts()).unwrap().run(&[l, r]).unwrap();
+        assert!(got[0].bitwise_eq(&want[0]), "{m}×10·{n}×10");
+    }
+}

@@ -84,3 +84,28 @@ fn small_dots_are_kernels_with_producers_fused_and_large_ones_gemm_steps() {
     let f = parse(src).unwrap();
     assert_eq!(compile(&f).unwrap().kernel_count(), 1, "only the add is a kernel");
 }
+
+#[test]
+fn a_mask_used_by_two_kernels_is_recomputed_in_each() {
+    // relu's mask m = (x > 0) | (x != x) feeds two selects that are outputs (two kernel roots): the
+    // mask logic is duplicated into both rather than materialized as a bool kernel (2 kernels, not
+    // 3), and x's exp below it — not mask logic — is not duplicated (its own kernel: 3 in all).
+    let src = "{ lambda x:f32[4] g:f32[4] ; zero:f32[] = 0.0 . let
+        z:f32[4] = broadcast_in_dim[shape=(4,) broadcast_dimensions=()] zero
+        a:bool[4] = gt x z
+        b:bool[4] = ne x x
+        m:bool[4] = or a b
+        y:f32[4] = select m x z
+        h:f32[4] = select m g z
+      in (y, h) }";
+    let x = v(&[0.5, -1.0, 0.0, f32::NAN]);
+    check(src, &[x.clone(), v(&[1.0, 2.0, 3.0, 4.0])], 2);
+    let src_exp = "{ lambda x:f32[4] g:f32[4] ; zero:f32[] = 0.0 . let
+        z:f32[4] = broadcast_in_dim[shape=(4,) broadcast_dimensions=()] zero
+        e:f32[4] = exp x
+        m:bool[4] = gt e g
+        y:f32[4] = select m x z
+        h:f32[4] = select m g z
+      in (y, h) }";
+    check(src_exp, &[x, v(&[1.0, 2.0, 3.0, 4.0])], 3);
+}
