@@ -1,0 +1,51 @@
+//! Brax-style rigid bodies. Phase 1: the MJCF loader and [`System`].
+//!
+//! [`System::from_mjcf_file`] reads the MJCF subset Brax supports:
+//! - `<compiler angle coordinate="local" inertiafromgeom>` (angles default to degrees, as in MuJoCo);
+//! - `<option timestep gravity iterations integrator="Euler">`;
+//! - `<default>` classes (nested, with `class` and body `childclass`) for `joint`, `geom`, `motor`;
+//! - the `<worldbody>` tree: `body` (`pos`, `quat`/`euler`/`axisangle`), `joint` (hinge, slide,
+//!   free; `range`, `limited`, `stiffness`, `damping`, `armature`, `margin`), `freejoint`,
+//!   `inertial`, `geom` (plane, sphere, capsule with `fromto`, box; `friction`, `contype`,
+//!   `conaffinity`, `condim`, `solref`, `solimp`, `margin`, `density` (default 1000), `mass`);
+//! - `<actuator><motor joint gear ctrlrange ctrllimited forcerange forcelimited>`;
+//! - Brax's `<custom><numeric name data>` values (kept by name; `init_qpos` sets [`System::init_q`]).
+//!
+//! Bodies without joints are merged into their parent (their geoms, mass and children move into
+//! the parent's frame), as Brax does. Mass and inertia come from geoms (`density × volume`, or the
+//! geom's `mass`) or from `<inertial>`, following `inertiafromgeom`.
+//!
+//! Ignored, with everything inside them (rendering and memory only): see [`IGNORED_ELEMENTS`]
+//! (`asset`, `texture`, `material`, `light`, `camera`, `site`, `size`), an empty `<tendon/>`, and the
+//! geom attributes `rgba`, `material`, `group`. Anything else, and ball joints (Brax rejects them),
+//! is an [`MjcfError`] naming the file, line and element.
+
+mod error;
+mod inertia;
+mod math;
+mod mjcf;
+mod system;
+
+pub use error::{MjcfError, MjcfErrorKind};
+pub use mjcf::IGNORED_ELEMENTS;
+pub use system::{Actuators, GeomType, Geoms, JointType, Joints, Links, System};
+
+impl System {
+    /// Loads an MJCF file. Errors: [`MjcfError`] naming `path`, the line and the element.
+    pub fn from_mjcf_file(path: impl AsRef<std::path::Path>) -> Result<System, MjcfError> {
+        let path = path.as_ref();
+        let file = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| MjcfError {
+            file: file.clone(),
+            line: 0,
+            element: String::new(),
+            kind: MjcfErrorKind::Io(e),
+        })?;
+        mjcf::parse(&file, &text)
+    }
+
+    /// Loads MJCF text; `name` stands for the file in error messages.
+    pub fn from_mjcf_str(name: &str, text: &str) -> Result<System, MjcfError> {
+        mjcf::parse(name, text)
+    }
+}

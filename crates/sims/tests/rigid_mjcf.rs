@@ -1,0 +1,263 @@
+//! MJCF loading: Brax's models give hand-checked `System` values; bad files give errors naming the
+//! file, line and element.
+
+use std::f64::consts::PI;
+
+use kiln_sims::rigid::{GeomType, JointType, MjcfErrorKind, System};
+
+fn load(name: &str) -> System {
+    let path = format!("{}/data/mjcf/{name}", env!("CARGO_MANIFEST_DIR"));
+    System::from_mjcf_file(&path).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn close(a: f64, b: f64, tol: f64) {
+    assert!((a - b).abs() <= tol * (1.0 + b.abs()), "{a} vs {b}");
+}
+
+#[test]
+fn inverted_pendulum_loads_with_hand_checked_values() {
+    let sys = load("inverted_pendulum.xml");
+    assert_eq!(sys.link_types(), "11");
+    assert_eq!(sys.links.names, ["cart", "pole"]);
+    assert_eq!(sys.links.parents, [None, Some(0)]);
+    assert_eq!(sys.joints.types, [JointType::Slide, JointType::Hinge]);
+    assert_eq!((sys.nq, sys.nv), (2, 2));
+    assert_eq!(sys.timestep, 0.02);
+    assert_eq!(sys.gravity, [0.0, 0.0, -9.81]);
+    // Default class: damping 1, armature 0, limited; hinge range -90..90 degrees (MuJoCo default unit).
+    assert_eq!(sys.joints.damping, [1.0, 1.0]);
+    assert_eq!(sys.joints.armature, [0.0, 0.0]);
+    assert_eq!(sys.joints.limited, [true, true]);
+    assert_eq!(sys.joints.range[0], [-1.0, 1.0]);
+    close(sys.joints.range[1][0], -PI / 2.0, 1e-15);
+    close(sys.joints.range[1][1], PI / 2.0, 1e-15);
+    assert_eq!(sys.joints.axis[0], [1.0, 0.0, 0.0]);
+    // Cart: capsule r = 0.1, half-length 0.1 (H = 0.2), density 1000.
+    //   cylinder 1000·π·0.1²·0.2 = 2π = 6.283185, caps 1000·4/3·π·0.1³ = 4.188790, total 10π/3.
+    close(sys.links.mass[0], 10.0 * PI / 3.0, 1e-12);
+    // Axis along x (quat 0.707 0 0.707 0 = 90° about y):
+    //   along  = 6.283185·0.1²/2 + 4.188790·0.4·0.1² = 0.0314159 + 0.0167552 = 0.0481711
+    //   across = 6.283185·(0.01/4 + 0.04/12) + 4.188790·(0.004 + 0.04/4 + 3·0.2·0.1/8)
+    //          = 6.283185·0.0058333 + 4.188790·0.0215 = 0.0366519 + 0.0900590 = 0.1267109
+    let inertia = sys.links.inertia[0];
+    close(inertia[0][0], 0.0481711, 1e-6);
+    close(inertia[1][1], 0.1267109, 1e-6);
+    close(inertia[2][2], 0.1267109, 1e-6);
+    close(inertia[0][2], 0.0, 1e-9);
+    // Pole: fromto 0 0 0 → 0.001 0 0.6, r 0.049: L = √(0.001² + 0.6²) = 0.60000083
+    //   cylinder 1000·π·0.049²·L = 4.525784, caps 1000·4/3·π·0.049³ = 0.492807 → 5.018592 (Brax: 5.02)
+    let length = (0.001f64.powi(2) + 0.36).sqrt();
+    close(
+        sys.links.mass[1],
+        1000.0 * PI * 0.049f64.powi(2) * length + 4000.0 / 3.0 * PI * 0.049f64.powi(3),
+        1e-12,
+    );
+    close(sys.links.mass[1], 5.018592, 1e-6);
+    close(sys.links.com[1][2], 0.3, 1e-12);
+    // Geoms: world rail + cart + pole; contype 0 and friction from the default class.
+    assert_eq!(sys.geoms.link, [None, Some(0), Some(1)]);
+    assert!(sys.geoms.types.iter().all(|&t| t == GeomType::Capsule));
+    assert_eq!(sys.geoms.contype, [0, 0, 0]);
+    assert_eq!(sys.geoms.friction[2], [1.0, 0.1, 0.1]);
+    close(sys.geoms.size[2][1], length / 2.0, 1e-15);
+    // Actuator.
+    assert_eq!(sys.actuators.joint, [0]);
+    assert_eq!(sys.actuators.gear, [100.0]);
+    assert_eq!(sys.actuators.ctrl_range, [[-3.0, 3.0]]);
+    assert_eq!(sys.actuators.ctrl_limited, [true]);
+    // Brax custom values and qpos0.
+    assert_eq!(sys.custom_value("constraint_stiffness"), Some(&[10000.0][..]));
+    assert_eq!(sys.custom_value("spring_mass_scale"), Some(&[0.0][..]));
+    assert_eq!(sys.init_q, [0.0, 0.0]);
+}
+
+#[test]
+fn inverted_double_pendulum_loads_with_hand_checked_values() {
+    let sys = load("inverted_double_pendulum.xml");
+    assert_eq!(sys.link_types(), "111");
+    assert_eq!(sys.links.parents, [None, Some(0), Some(1)]);
+    assert_eq!(sys.joints.types, [JointType::Slide, JointType::Hinge, JointType::Hinge]);
+    assert_eq!(sys.timestep, 0.01);
+    assert_eq!(sys.gravity, [1e-5, 0.0, -9.81]);
+    // Hinges give no range and no `limited`: MuJoCo's "auto" leaves them unlimited.
+    assert_eq!(sys.joints.limited, [true, false, false]);
+    assert_eq!(sys.joints.damping, [0.05; 3]);
+    assert_eq!(sys.joints.margin[0], 0.01);
+    // Poles: r 0.045, H 0.6: cylinder 1000·π·0.045²·0.6 = 3.817035, caps 1000·4/3·π·0.045³ = 0.381704.
+    close(sys.links.mass[1], 4.198739, 1e-6);
+    close(sys.links.mass[2], 4.198739, 1e-6);
+    // About the COM (0, 0, 0.3), across the z axis:
+    //   3.817035·(0.045²/4 + 0.36/12) + 0.381704·(0.4·0.045² + 0.36/4 + 3·0.6·0.045/8)
+    //   = 3.817035·0.03050625 + 0.381704·0.10094250 = 0.1164434 + 0.0385302 = 0.1549736 (≈ 0.1549707 below
+    //   to rounding); along z: 3.817035·0.045²/2 + 0.381704·0.4·0.045² = 0.0038648 + 0.0003092 = 0.0041739
+    close(sys.links.com[2][2], 0.3, 1e-12);
+    close(sys.links.inertia[2][0][0], 0.1549707, 1e-5);
+    close(sys.links.inertia[2][2][2], 0.0041739, 1e-5);
+    // pole2 sits 0.6 above pole.
+    assert_eq!(sys.links.pos[2], [0.0, 0.0, 0.6]);
+    assert_eq!(sys.actuators.gear, [500.0]);
+    assert_eq!(sys.actuators.ctrl_range, [[-1.0, 1.0]]);
+    assert_eq!(sys.custom_value("constraint_vel_damping"), Some(&[500.0, 30.0, 30.0][..]));
+}
+
+#[test]
+fn reacher_merges_the_fingertip_and_reads_radians() {
+    let sys = load("reacher.xml");
+    // fingertip has no joint: merged into body1. target has two slides: link type 2.
+    assert_eq!(sys.links.names, ["body0", "body1", "target"]);
+    assert_eq!(sys.link_types(), "112");
+    assert_eq!((sys.nq, sys.nv), (4, 4));
+    // compiler angle="radian": joint1's range stays -3..3.
+    assert_eq!(sys.joints.limited, [false, true, true, true]);
+    assert_eq!(sys.joints.range[1], [-3.0, 3.0]);
+    // Default armature 1 on the arm; the target's joints override it with 0.
+    assert_eq!(sys.joints.armature, [1.0, 1.0, 0.0, 0.0]);
+    // body1: capsule r 0.01, length 0.1 (cylinder 1000·π·1e-4·0.1 = 0.0314159, caps 0.0041888,
+    // COM x 0.05) + fingertip sphere r 0.01 (0.0041888, at x 0.11):
+    //   mass 0.0397935; COM x = (0.0356047·0.05 + 0.0041888·0.11) / 0.0397935 = 0.0563158
+    close(sys.links.mass[1], 0.0397935, 1e-6);
+    close(sys.links.com[1][0], 0.0563158, 1e-6);
+    let fingertip = sys.geoms.names.iter().position(|n| n == "fingertip").unwrap();
+    assert_eq!(sys.geoms.link[fingertip], Some(1));
+    assert_eq!(sys.geoms.pos[fingertip], [0.11, 0.0, 0.0]);
+    assert_eq!(sys.actuators.gear, [200.0, 200.0]);
+    assert_eq!(sys.init_q, [0.0, 0.0, 0.1, -0.1]);
+    assert_eq!(sys.custom_value("constraint_stiffness"), Some(&[1000.0, 1000.0, 10.0][..]));
+}
+
+#[test]
+fn ant_loads_with_hand_checked_values() {
+    let sys = load("ant.xml");
+    assert_eq!(sys.link_types(), "f11111111");
+    assert_eq!((sys.nq, sys.nv), (15, 14));
+    assert_eq!(sys.timestep, 0.01);
+    assert_eq!(sys.solver_iterations, 4);
+    assert_eq!(
+        sys.links.parents,
+        [None, Some(0), Some(1), Some(0), Some(3), Some(0), Some(5), Some(0), Some(7)]
+    );
+    // The jointless *_leg bodies merged into the torso: aux_1 hangs 0.2 0.2 0 off the torso.
+    assert_eq!(sys.links.pos[1], [0.2, 0.2, 0.0]);
+    assert_eq!(sys.links.pos[0], [0.0, 0.0, 0.75]);
+    // Torso: sphere r 0.25 at density 5 (5·4/3·π·0.25³ = 0.3272492) + 4 aux capsules r 0.08,
+    // length |(0.2, 0.2, 0)| = 0.2828427 (cylinder 5·π·0.0064·0.2828427 = 0.0284345, caps
+    // 5·4/3·π·0.08³ = 0.0107233, each 0.0391578): 0.3272492 + 4·0.0391578 = 0.4838802; COM 0 by symmetry.
+    close(sys.links.mass[0], 0.4838802, 1e-6);
+    for c in sys.links.com[0] {
+        close(c, 0.0, 1e-12);
+    }
+    // Ankle links: capsule of length 0.4·√2 (0.0675922 kg); the foot sphere has mass="0".
+    close(sys.links.mass[2], 0.0675922, 1e-6);
+    // Degrees: hips ±30°, ankle_1 30..70°; axis -1 1 0 normalized.
+    close(sys.joints.range[1][1], PI / 6.0, 1e-15);
+    close(sys.joints.range[2][0], PI / 6.0, 1e-15);
+    close(sys.joints.range[2][1], 7.0 * PI / 18.0, 1e-15);
+    let s = 0.5f64.sqrt();
+    close(sys.joints.axis[2][0], -s, 1e-15);
+    close(sys.joints.axis[2][1], s, 1e-15);
+    // Free root: not limited, armature/damping 0 overriding the default class's 1.
+    assert_eq!(sys.joints.types[0], JointType::Free);
+    assert_eq!(sys.joints.limited[0], false);
+    assert_eq!((sys.joints.armature[0], sys.joints.damping[0]), (0.0, 0.0));
+    assert_eq!((sys.joints.armature[1], sys.joints.damping[1]), (1.0, 1.0));
+    // 18 geoms: floor, torso, 4 aux, 4 legs, 4 ankles, 4 feet; only the feet collide (contype 1).
+    assert_eq!(sys.geoms.names.len(), 18);
+    let colliding: Vec<&str> =
+        (0..18).filter(|&g| sys.geoms.contype[g] == 1).map(|g| sys.geoms.names[g].as_str()).collect();
+    assert_eq!(colliding, ["left_foot_geom", "right_foot_geom", "third_foot_geom", "fourth_foot_geom"]);
+    assert_eq!(sys.geoms.types[0], GeomType::Plane);
+    assert_eq!(sys.geoms.friction[1], [1.0, 0.5, 0.5]);
+    // aux_1_geom is in the torso link, centred halfway along 0 0 0 → 0.2 0.2 0.
+    let aux = sys.geoms.names.iter().position(|n| n == "aux_1_geom").unwrap();
+    assert_eq!(sys.geoms.link[aux], Some(0));
+    assert_eq!(sys.geoms.pos[aux], [0.1, 0.1, 0.0]);
+    assert_eq!(sys.actuators.gear, [150.0; 8]);
+    assert_eq!(sys.actuators.joint[0], sys.joints.names.iter().position(|n| n == "hip_4").unwrap());
+    assert_eq!(sys.init_q[2], 0.55);
+    assert_eq!(sys.init_q.len(), 15);
+}
+
+#[test]
+fn nested_default_classes_and_childclass_apply() {
+    let xml = r#"<mujoco>
+  <default>
+    <joint damping="2"/>
+    <default class="stiff">
+      <joint stiffness="7"/>
+      <default class="stiffer"><joint stiffness="9"/></default>
+    </default>
+  </default>
+  <worldbody>
+    <body childclass="stiff">
+      <joint name="a" type="hinge"/>
+      <geom type="box" size="0.1 0.2 0.3" mass="6"/>
+      <body><joint name="b" class="stiffer" type="slide"/><geom type="sphere" size="0.1"/></body>
+    </body>
+  </worldbody>
+</mujoco>"#;
+    let sys = System::from_mjcf_str("inline.xml", xml).unwrap();
+    assert_eq!(sys.joints.stiffness, [7.0, 9.0]);
+    assert_eq!(sys.joints.damping, [2.0, 2.0]);
+    // Box, mass 6, half-sizes 0.1 0.2 0.3: Ixx = 6/3·(0.04 + 0.09) = 0.26, Iyy = 2·(0.01 + 0.09) = 0.2,
+    // Izz = 2·(0.01 + 0.04) = 0.1.
+    close(sys.links.inertia[0][0][0], 0.26, 1e-12);
+    close(sys.links.inertia[0][1][1], 0.2, 1e-12);
+    close(sys.links.inertia[0][2][2], 0.1, 1e-12);
+    assert_eq!(sys.links.inertia_diag[0].map(|v| (v * 1e12).round() / 1e12).iter().sum::<f64>(), 0.56);
+}
+
+fn error_of(xml: &str) -> kiln_sims::rigid::MjcfError {
+    System::from_mjcf_str("bad.xml", xml).expect_err("should fail")
+}
+
+#[test]
+fn unknown_element_names_file_line_and_element() {
+    let e = error_of("<mujoco>\n<worldbody>\n<body>\n<joint/>\n<wheel/>\n</body></worldbody></mujoco>");
+    assert!(matches!(e.kind, MjcfErrorKind::UnknownElement(ref n) if n == "wheel"));
+    assert_eq!((e.line, e.element.as_str()), (5, "wheel"));
+    assert!(e.to_string().starts_with("bad.xml:5: <wheel>:"), "{e}");
+}
+
+#[test]
+fn unknown_attribute_is_an_error() {
+    let e = error_of(
+        "<mujoco><worldbody>\n<geom type=\"sphere\" size=\"1\" shininess=\"3\"/></worldbody></mujoco>",
+    );
+    assert!(matches!(e.kind, MjcfErrorKind::UnknownAttribute(ref a) if a == "shininess"));
+    assert_eq!((e.line, e.element.as_str()), (2, "geom"));
+}
+
+#[test]
+fn missing_attribute_names_it() {
+    let e = error_of(
+        "<mujoco><worldbody><body><joint name=\"j\"/><geom size=\"1\"/></body></worldbody>\n<actuator>\n  <motor gear=\"3\"/>\n</actuator></mujoco>",
+    );
+    assert!(matches!(e.kind, MjcfErrorKind::MissingAttribute(ref a) if a == "joint"));
+    assert_eq!((e.line, e.element.as_str()), (3, "motor"));
+    assert!(e.to_string().contains("bad.xml:3: <motor>: missing attribute `joint`"), "{e}");
+}
+
+#[test]
+fn malformed_number_names_attribute_and_value() {
+    let e = error_of("<mujoco><worldbody>\n\n<body pos=\"0 0 zero\"><joint/></body></worldbody></mujoco>");
+    assert!(matches!(e.kind, MjcfErrorKind::BadNumber { ref attribute, .. } if attribute == "pos"));
+    assert_eq!((e.line, e.element.as_str()), (3, "body"));
+    assert!(e.to_string().contains("\"0 0 zero\""), "{e}");
+    // Wrong count is also a bad number.
+    let e = error_of("<mujoco><option gravity=\"0 -9.81\"/></mujoco>");
+    assert!(matches!(e.kind, MjcfErrorKind::BadNumber { .. }));
+}
+
+#[test]
+fn ball_joint_is_rejected_as_brax_does() {
+    let e = error_of("<mujoco><worldbody>\n<body>\n<joint type=\"ball\"/></body></worldbody></mujoco>");
+    assert!(matches!(e.kind, MjcfErrorKind::Unsupported(_)));
+    assert_eq!((e.line, e.element.as_str()), (3, "joint"));
+    assert!(e.to_string().contains("ball"), "{e}");
+}
+
+#[test]
+fn missing_file_names_the_path() {
+    let e = System::from_mjcf_file("/nonexistent/model.xml").unwrap_err();
+    assert!(e.to_string().contains("/nonexistent/model.xml"), "{e}");
+}
