@@ -266,33 +266,10 @@ impl Emitter<'_, '_> {
         })
     }
 
-    /// A comparison of non-bool vectors, as a lane-width mask.
+    /// A comparison of non-bool vectors, as a lane-width mask: the scalar condition codes, which
+    /// Cranelift's `fcmp`/`icmp` apply lane by lane.
     pub(super) fn vcompare(&mut self, op: CompareOp, dt: DType, x: Value, y: Value) -> Value {
-        if dt.is_float() {
-            let cc = match op {
-                CompareOp::Eq => FloatCC::Equal,
-                CompareOp::Ne => FloatCC::NotEqual,
-                CompareOp::Lt => FloatCC::LessThan,
-                CompareOp::Le => FloatCC::LessThanOrEqual,
-                CompareOp::Gt => FloatCC::GreaterThan,
-                CompareOp::Ge => FloatCC::GreaterThanOrEqual,
-            };
-            return self.b.ins().fcmp(cc, x, y);
-        }
-        let signed = dt == DType::I32;
-        let cc = match (op, signed) {
-            (CompareOp::Eq, _) => IntCC::Equal,
-            (CompareOp::Ne, _) => IntCC::NotEqual,
-            (CompareOp::Lt, true) => IntCC::SignedLessThan,
-            (CompareOp::Le, true) => IntCC::SignedLessThanOrEqual,
-            (CompareOp::Gt, true) => IntCC::SignedGreaterThan,
-            (CompareOp::Ge, true) => IntCC::SignedGreaterThanOrEqual,
-            (CompareOp::Lt, false) => IntCC::UnsignedLessThan,
-            (CompareOp::Le, false) => IntCC::UnsignedLessThanOrEqual,
-            (CompareOp::Gt, false) => IntCC::UnsignedGreaterThan,
-            (CompareOp::Ge, false) => IntCC::UnsignedGreaterThanOrEqual,
-        };
-        self.b.ins().icmp(cc, x, y)
+        scalar::compare(self, op, dt, x, y)
     }
 
     /// `convert_element_type` between same-width dtypes (bools are masks), as the scalar code.
