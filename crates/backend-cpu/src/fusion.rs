@@ -6,7 +6,10 @@
 //! kernel can express as "value at an output index" is inlined into its consumer when its result has
 //! exactly one use and that use is itself in a kernel; broadcasts and iotas, which cost nothing to
 //! recompute, and mask logic (comparisons and bool and/or/not, see [`duplicable`]) are inlined into
-//! every kernel consumer. Reductions are always kernel roots (inlining
+//! every kernel consumer. A gather that reads its table at least once per table element on average
+//! (a message gather over a graph's edges) takes only single-array producers inline
+//! ([`scattered_ok`]): each inlined operand array would add one random-access read per gathered
+//! element. Reductions are always kernel roots (inlining
 //! them would recompute a whole loop per consumer element), and so are `dot_general`s with a small
 //! contracting size ([`SMALL_DOT_CONTRACTION`]) and few multiply-adds ([`SMALL_DOT_MAX_MACS`]); the
 //! others are gemm runtime steps.
@@ -152,6 +155,22 @@ fn rereads(f: &Function, e: &kiln_ir::Eqn, slot: usize) -> bool {
     }
 }
 
+/// Whether `e`'s operand `slot` is read at data-dependent positions at least once per element of
+/// that operand on average: the table of a gather whose result is no smaller than the table.
+fn scatters(f: &Function, e: &kiln_ir::Eqn, slot: usize) -> bool {
+    let size = |v: kiln_ir::Var| f.var_type(v).shape.size();
+    matches!(e.prim, Prim::Gather { .. }) && slot == 0 && size(e.outputs[0]) >= size(e.inputs[0])
+}
+
+/// Whether `e` may be inlined where its result is read at scattered positions: it reads at most one
+/// array (rank-0 operands are registers), so inlining keeps one random-access read per element.
+/// On the GradABM day at 1 M agents, the per-agent infectiousness (two table lookups, a select and a
+/// product over four agent arrays) inlined into the 7 M-edge gather made that kernel 64 % of the
+/// day (`perf`); materialized, the gather reads one array.
+fn scattered_ok(f: &Function, e: &kiln_ir::Eqn) -> bool {
+    e.inputs.iter().filter(|&&v| f.var_type(v).shape.size() > 1).count() <= 1
+}
+
 /// Too costly to recompute per read: transcendentals (a call or polynomial each) and divisions.
 fn costly(prim: &Prim) -> bool {
     use kiln_ir::{BinaryOp as B, UnaryOp as U};
@@ -233,6 +252,9 @@ pub(crate) fn assign(f: &Function) -> Vec<Role> {
     // `copied[i]`: an inlined equation recomputed in several consumers (directly or because its
     // consumer is); its producers may be inlined only if they are duplicable too.
     let mut copied = vec![false; f.eqns.len()];
+    // `scattered[i]`: an inlined equation whose result is read at data-dependent positions (see
+    // [`scatters`]), directly or through inlined consumers.
+    let mut scattered = vec![false; f.eqns.len()];
     // Consumers come after producers, so walking backwards decides every consumer first.
     for i in (0..f.eqns.len()).rev() {
         let e = &f.eqns[i];
@@ -254,11 +276,19 @@ pub(crate) fn assign(f: &Function) -> Vec<Role> {
                         let inherited = roles[u] == Role::Inline && repeated[u];
                         inherited || ue.inputs.iter().enumerate().any(|(k, v)| *v == out && rereads(f, ue, k))
                     });
-                if inline && !(repeated[i] && costly(&e.prim)) {
+                scattered[i] = inline
+                    && users.iter().any(|&u| {
+                        let ue = &f.eqns[u];
+                        let inherited = roles[u] == Role::Inline && scattered[u];
+                        inherited || ue.inputs.iter().enumerate().any(|(k, v)| *v == out && scatters(f, ue, k))
+                    });
+                if inline && !(repeated[i] && costly(&e.prim)) && !(scattered[i] && !scattered_ok(f, e)) {
                     copied[i] = users.len() > 1 || users.iter().any(|&u| copied[u]);
                     Role::Inline
                 } else {
-                    repeated[i] = false; // a root: its producers are evaluated once per its element
+                    // A root: its producers are evaluated once per its element, in order.
+                    repeated[i] = false;
+                    scattered[i] = false;
                     Role::Kernel
                 }
             }

@@ -105,7 +105,7 @@ fn runtime_op(
         }
         Prim::Threefry2x32 => {
             let n = elems(&out_types[0]);
-            Ok((Op::Threefry(n), 0, Traffic::new(in_bytes + out_bytes, n * THREEFRY_OPS)))
+            Ok((Op::Threefry { n, chunks: 1 }, 0, Traffic::new(in_bytes + out_bytes, n * THREEFRY_OPS)))
         }
         Prim::Scan { .. }
         | Prim::WhileLoop { .. }
@@ -282,7 +282,19 @@ fn compile_at(
                     let at = folder.map(|d| dump::sub_folder(d, step, e.prim.name(), label));
                     compile_at(g, threads, min_task, at.as_deref(), Instant::now(), false)
                 };
-                let (op, scratch_bytes, traffic) = runtime_op(f, &e.prim, &e.inputs, &e.outputs, &sub)?;
+                let (mut op, scratch_bytes, traffic) = runtime_op(f, &e.prim, &e.inputs, &e.outputs, &sub)?;
+                // Runtime routines that split over threads, by the kernels' work threshold.
+                match &mut op {
+                    Op::SegmentSum(p) => {
+                        let (work, rows) = p.work();
+                        p.set_chunks(cost::kernel_chunks(work, rows, thread_count, min_task));
+                    }
+                    Op::Threefry { n, chunks } => {
+                        let work = (*n * THREEFRY_OPS) as u64;
+                        *chunks = cost::kernel_chunks(work, *n as i64, thread_count, min_task);
+                    }
+                    _ => {}
+                }
                 if let Some(t) = &mut text {
                     let note = match &op {
                         Op::Control(c) => {

@@ -109,3 +109,35 @@ fn a_mask_used_by_two_kernels_is_recomputed_in_each() {
       in (y, h) }";
     check(src_exp, &[x, v(&[1.0, 2.0, 3.0, 4.0])], 3);
 }
+
+#[test]
+fn a_message_gather_reads_one_materialized_array() {
+    // m = a * b over 3 agents, gathered over 6 edges (each agent read twice): inlining the product
+    // would make every edge read two arrays at random positions, so m is a kernel (2 in all).
+    let src = "{ lambda a:f32[3] b:f32[3] src:i32[6] . let
+        m:f32[3] = mul a b
+        g:f32[6] = gather[axis=0 batch_dims=0 mode=clip] m src
+      in (g,) }";
+    let src_ids = Array::from_vec(&[6], vec![0i32, 1, 2, 2, 1, 0]);
+    check(src, &[v(&[1.0, 2.0, 3.0]), v(&[4.0, 5.0, 6.0]), src_ids], 2);
+    // The gathered values themselves: a·b = [4, 10, 18] read at the edge sources.
+    let exe = compile(&parse(src).unwrap()).unwrap();
+    let out = exe.run(&[v(&[1.0, 2.0, 3.0]), v(&[4.0, 5.0, 6.0]), Array::from_vec(&[6], vec![0i32, 1, 2, 2, 1, 0])]);
+    assert_eq!(out.unwrap()[0], v(&[4.0, 10.0, 18.0, 18.0, 10.0, 4.0]));
+}
+
+#[test]
+fn a_single_array_producer_and_a_small_gather_stay_inline() {
+    // neg reads one array: inlined into the edge gather (1 kernel). A gather of 2 rows from a
+    // 3-row table of a·b reads less than the table: the product stays inline too (1 kernel).
+    let neg = "{ lambda a:f32[3] src:i32[6] . let
+        m:f32[3] = neg a
+        g:f32[6] = gather[axis=0 batch_dims=0 mode=clip] m src
+      in (g,) }";
+    check(neg, &[v(&[1.0, 2.0, 3.0]), Array::from_vec(&[6], vec![0i32, 1, 2, 2, 1, 0])], 1);
+    let few = "{ lambda a:f32[3] b:f32[3] i:i32[2] . let
+        m:f32[3] = mul a b
+        g:f32[2] = gather[axis=0 batch_dims=0 mode=clip] m i
+      in (g,) }";
+    check(few, &[v(&[1.0, 2.0, 3.0]), v(&[4.0, 5.0, 6.0]), Array::from_vec(&[2], vec![2i32, 0])], 1);
+}

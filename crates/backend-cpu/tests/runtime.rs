@@ -394,3 +394,74 @@ fn steady_calls_reuse_the_arena_and_allocate_only_their_results() {
         "a steady call allocates its 1 MiB result and a few words ({steady} bytes)"
     );
 }
+
+/// `segment_sum` of `data` by `ids` into `segments`, as a one-equation function.
+fn segment_sum_fn(data: &Array, ids: &Array, segments: usize) -> Function {
+    let mut f = Function::new();
+    let d = f.add_param(data.ty());
+    let i = f.add_param(ids.ty());
+    let out = f.push(Prim::SegmentSum { num_segments: segments }, &[d, i], None).unwrap();
+    f.outputs = out.to_vec();
+    f
+}
+
+#[test]
+fn segment_sums_over_sorted_and_unsorted_ids_give_the_same_bits_for_any_thread_count() {
+    // Destination-sorted edges as a graph has them: runs of equal ids of varied length (some
+    // segments empty, one run long enough to swallow a nominal cut), out-of-range ids at both ends.
+    let n = 20_000;
+    let mut sorted: Vec<i32> = (0..n as i32).map(|k| if k < 5 { -1 } else { (k / 7) * 2 }).collect();
+    sorted[6_000..12_000].iter_mut().for_each(|i| *i = 1_700);
+    sorted[n - 3..].iter_mut().for_each(|i| *i = 9_999);
+    let unsorted: Vec<i32> = (0..n as i32).map(|k| (k * 7919) % 2_900 - 3).collect();
+    for ids in [sorted, unsorted] {
+        let ids = Array::from_vec(&[n], ids);
+        for data in [f32s(&[n], 3), f32s(&[n, 3], 5)] {
+            let f = segment_sum_fn(&data, &ids, 2_900);
+            let args = [data, ids.clone()];
+            same_for_every_thread_count(&f, &args);
+            // The interpreter adds rows in order: bitwise equal, not just close.
+            let want = eval(&f, &args).unwrap();
+            let got = compile_with(&f, &opts(4, Some(0))).unwrap().run(&args).unwrap();
+            assert!(got[0].bitwise_eq(&want[0]));
+        }
+    }
+}
+
+#[test]
+fn segment_sums_by_hand_with_forced_splits() {
+    // ids [0,0,1,1,1,3,3,5(dropped: 4 segments)] over [1..8]: [1+2, 3+4+5, 0, 6+7] = [3, 12, 0, 13].
+    let data = Array::from_vec(&[8], vec![1.0f32, 2., 3., 4., 5., 6., 7., 8.]);
+    let ids = Array::from_vec(&[8], vec![0i32, 0, 1, 1, 1, 3, 3, 5]);
+    let f = segment_sum_fn(&data, &ids, 4);
+    for threads in [2, 3, 4] {
+        let got = compile_with(&f, &opts(threads, Some(0))).unwrap().run(&[data.clone(), ids.clone()]).unwrap();
+        assert_eq!(got[0], Array::from_vec(&[4], vec![3.0f32, 12., 0., 13.]));
+    }
+}
+
+#[test]
+fn threefry_over_many_elements_gives_the_same_bits_for_any_thread_count() {
+    // 20 000 counters under two keys: split over threads, every element equals the interpreter's.
+    let n = 20_000;
+    let u = |v: Vec<u32>| Array::from_vec(&[n], v);
+    let args = [
+        u(vec![0x1234_5678; n]),
+        u((0..n as u32).map(|i| i / 1000).collect()),
+        u((0..n as u32).collect()),
+        u((0..n as u32).map(|i| i.wrapping_mul(2_654_435_761)).collect()),
+    ];
+    let mut f = Function::new();
+    let ps: Vec<Var> = args.iter().map(|a| f.add_param(a.ty())).collect();
+    f.outputs = f.push(Prim::Threefry2x32, &ps, None).unwrap().to_vec();
+    same_for_every_thread_count(&f, &args);
+    // JAX's threefry2x32 test vector: key (0x13198a2e, 0x03707344), counts (0x243f6a88, 0x85a308d3)
+    // → (0xc4923a9c, 0x483df7a0).
+    let one = |v: u32| Array::from_vec(&[1], vec![v]);
+    let kat = [one(0x1319_8a2e), one(0x0370_7344), one(0x243f_6a88), one(0x85a3_08d3)];
+    let mut g = Function::new();
+    let ps: Vec<Var> = kat.iter().map(|a| g.add_param(a.ty())).collect();
+    g.outputs = g.push(Prim::Threefry2x32, &ps, None).unwrap().to_vec();
+    let got = compile_with(&g, &opts(2, Some(0))).unwrap().run(&kat).unwrap();
+    assert_eq!((got[0].clone(), got[1].clone()), (one(0xc492_3a9c), one(0x483d_f7a0)));
+}

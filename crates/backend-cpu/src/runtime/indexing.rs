@@ -5,7 +5,9 @@
 //! dropped (`FillOrDrop`; also `Clip` on an empty axis). Every index is bounds-checked before use.
 
 use crate::CompileError;
+use super::parallel::Threads;
 use kiln_ir::{DType, IndexMode, ScatterOp, TensorType};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Reads index `k` of an i32/u32 buffer, widened so both clamp alike.
 ///
@@ -149,6 +151,14 @@ impl ScatterPlan {
 }
 
 /// The static plan of one `segment_sum`.
+///
+/// Sequential semantics (the interpreter's): every data row is added to its segment's row in order.
+/// With `chunks > 1` the rows are cut into `chunks` ranges at points where the id changes, and each
+/// range *owns* the segments from its first id up to the next range's first id. A range adds only
+/// rows whose segment it owns, in order; if every row's segment is owned by the range holding it
+/// (true whenever the ids are sorted, as a destination-sorted edge list has them), each segment was
+/// summed by one range in the sequential order, so the result is bitwise the sequential one for any
+/// thread count. Otherwise (unsorted ids) the output is cleared and summed sequentially.
 #[derive(Debug, Clone)]
 pub(crate) struct SegmentSumPlan {
     dtype: DType,
@@ -156,7 +166,19 @@ pub(crate) struct SegmentSumPlan {
     n: usize,
     row: usize,
     num_segments: usize,
+    chunks: usize,
 }
+
+/// Addresses of one call's buffers, as integers so parallel tasks may share them.
+#[derive(Clone, Copy)]
+struct SegmentBuffers {
+    data: usize,
+    ids: usize,
+    out: usize,
+}
+
+/// Rows between checks of the shared "not partitionable" flag.
+const ABORT_CHECK_ROWS: usize = 1 << 12;
 
 impl SegmentSumPlan {
     /// `ins`: data `[n, ...]` and ids `[n]`.
@@ -174,23 +196,148 @@ impl SegmentSumPlan {
             n: d[0],
             row: d[1..].iter().product(),
             num_segments,
+            chunks: 1,
         })
+    }
+
+    /// Work units of one call (per data row: the id, the row's reads and adds) and its rows, for
+    /// [`crate::cost::kernel_chunks`].
+    pub(crate) fn work(&self) -> (u64, i64) {
+        ((self.n * (2 + 2 * self.row)) as u64, self.n as i64)
+    }
+
+    /// Sets how many ranges the rows are split into.
+    pub(crate) fn set_chunks(&mut self, chunks: usize) {
+        self.chunks = chunks.max(1);
     }
 
     /// # Safety
     /// Buffers have the planned types; `out` overlaps none of the inputs.
-    pub(crate) unsafe fn run(&self, data: *const u8, ids: *const u8, out: *mut u8) {
-        let s = self.dtype.size_bytes();
-        // SAFETY: per the contract; ids are checked against `num_segments` before use.
-        unsafe {
-            // All-zero bytes are 0, 0.0 and false in every dtype.
-            std::ptr::write_bytes(out, 0, self.num_segments * self.row * s);
-            for i in 0..self.n {
-                // Negative and too-large ids are dropped (never clamped).
-                let id = index(self.index_dtype, ids, i);
-                let Some(seg) = usize::try_from(id).ok().filter(|&g| g < self.num_segments) else { continue };
-                add_row(self.dtype, out.add(seg * self.row * s), data.add(i * self.row * s), self.row);
+    pub(crate) unsafe fn run(&self, data: *const u8, ids: *const u8, out: *mut u8, threads: &Threads) {
+        let bufs = SegmentBuffers { data: data as usize, ids: ids as usize, out: out as usize };
+        let out_bytes = self.num_segments * self.row * self.dtype.size_bytes();
+        // SAFETY: per the contract. All-zero bytes are 0, 0.0 and false in every dtype.
+        unsafe { std::ptr::write_bytes(out, 0, out_bytes) };
+        if self.chunks < 2 || self.n < 2 * self.chunks {
+            // SAFETY: per the contract; one range owns every segment.
+            unsafe { self.add_rows(bufs, 0, self.n, (i64::MIN, i64::MAX), None) };
+            return;
+        }
+        // SAFETY: `k < n`, the ids' length.
+        let id = |k: usize| unsafe { index(self.index_dtype, ids, k) };
+        // Nominal cuts moved forward to the next change of id.
+        let cuts: Vec<usize> = (0..=self.chunks)
+            .map(|c| {
+                let mut k = self.n * c / self.chunks;
+                while k > 0 && k < self.n && id(k) == id(k - 1) {
+                    k += 1;
+                }
+                k
+            })
+            .collect();
+        // Range c owns ids [first id of range c, first id of range c + 1); the ends are open.
+        let bound = |c: usize| match c {
+            0 => i64::MIN,
+            c if c == self.chunks || cuts[c] == self.n => i64::MAX,
+            c => id(cuts[c]),
+        };
+        let owned: Vec<(i64, i64)> = (0..self.chunks).map(|c| (bound(c), bound(c + 1))).collect();
+        let stray = AtomicBool::new(owned.iter().any(|&(lo, hi)| lo > hi));
+        if !stray.load(Ordering::Relaxed) {
+            let ranges = |lo: i64, hi: i64| {
+                for c in lo as usize..hi as usize {
+                    // SAFETY: per the contract; ranges own disjoint id intervals, so they write
+                    // disjoint segments.
+                    unsafe { self.add_rows(bufs, cuts[c], cuts[c + 1], owned[c], Some(&stray)) };
+                }
+            };
+            // `for_rows` over `chunks` rows hands each task whole chunk indices.
+            threads.for_rows(self.chunks as i64, self.chunks, &ranges);
+        }
+        if stray.load(Ordering::Relaxed) {
+            // SAFETY: per the contract.
+            unsafe {
+                std::ptr::write_bytes(out, 0, out_bytes);
+                self.add_rows(bufs, 0, self.n, (i64::MIN, i64::MAX), None);
             }
         }
+    }
+
+    /// Adds data rows `lo..hi` into their segments, in order; out-of-range ids are dropped. Rows
+    /// whose id lies outside `owned` (half-open) are not added: they raise `stray` (checked every
+    /// [`ABORT_CHECK_ROWS`] rows to give up early), which `None` never expects.
+    ///
+    /// # Safety
+    /// As [`SegmentSumPlan::run`]; no other task writes segments in `owned`.
+    unsafe fn add_rows(&self, bufs: SegmentBuffers, lo: usize, hi: usize, owned: (i64, i64), stray: Option<&AtomicBool>) {
+        let (data, out) = (bufs.data as *const u8, bufs.out as *mut u8);
+        let (s, row, segments) = (self.dtype.size_bytes(), self.row, self.num_segments);
+        // SAFETY (all arms): per the contract; `g < num_segments`, `r < n`.
+        match (self.dtype, row, self.index_dtype) {
+            // The message-passing cases, typed so the loop has no per-row dispatch.
+            (DType::F32, 1, DType::I32) => unsafe {
+                sum_typed::<i32>(bufs, lo, hi, owned, stray, segments, |g, r| {
+                    *out.cast::<f32>().add(g) += *data.cast::<f32>().add(r)
+                })
+            },
+            (DType::F64, 1, DType::I32) => unsafe {
+                sum_typed::<i32>(bufs, lo, hi, owned, stray, segments, |g, r| {
+                    *out.cast::<f64>().add(g) += *data.cast::<f64>().add(r)
+                })
+            },
+            (_, _, DType::I32) => unsafe {
+                sum_typed::<i32>(bufs, lo, hi, owned, stray, segments, |g, r| {
+                    add_row(self.dtype, out.add(g * row * s), data.add(r * row * s), row)
+                })
+            },
+            (_, _, DType::U32 | DType::F32 | DType::F64 | DType::Bool) => unsafe {
+                sum_typed::<u32>(bufs, lo, hi, owned, stray, segments, |g, r| {
+                    add_row(self.dtype, out.add(g * row * s), data.add(r * row * s), row)
+                })
+            },
+        }
+    }
+}
+
+/// The loop of [`SegmentSumPlan::add_rows`] for ids of type `I` (`i32` or `u32`, checked at plan
+/// time): `add(segment, row)` for rows `lo..hi` with an id in `0..segments`, in order; an id outside
+/// `owned` raises `stray` and stops (see `add_rows`).
+///
+/// # Safety
+/// `bufs.ids` holds at least `hi` ids of type `I`; `add` is safe to call for such rows.
+#[inline(always)]
+unsafe fn sum_typed<I: Copy + Into<i64>>(
+    bufs: SegmentBuffers,
+    lo: usize,
+    hi: usize,
+    owned: (i64, i64),
+    stray: Option<&AtomicBool>,
+    segments: usize,
+    mut add: impl FnMut(usize, usize),
+) {
+    let ids = bufs.ids as *const I;
+    let mut k = lo;
+    while k < hi {
+        if stray.is_some_and(|f| f.load(Ordering::Relaxed)) {
+            return;
+        }
+        let end = hi.min(k + ABORT_CHECK_ROWS);
+        for r in k..end {
+            // SAFETY: `r < hi`, per the contract.
+            let id: i64 = unsafe { *ids.add(r) }.into();
+            if (id < owned.0 || id >= owned.1)
+                && let Some(f) = stray
+            {
+                f.store(true, Ordering::Relaxed);
+                return;
+            }
+            // Negative and too-large ids are dropped (never clamped).
+            if let Ok(g) = usize::try_from(id)
+                && g < segments
+            {
+                add(g, r);
+            }
+        }
+        k = end;
     }
 }

@@ -53,8 +53,8 @@ pub(crate) enum Op {
     Dot(dot::DotPlan),
     /// Control flow over compiled sub-functions.
     Control(Box<control::Control>),
-    /// Threefry-2x32 over `n` elements.
-    Threefry(usize),
+    /// Threefry-2x32 over `n` elements, split into `chunks` parallel ranges.
+    Threefry { n: usize, chunks: usize },
     /// `sort`: inputs and outputs are the operands, in order.
     Sort(sort::SortPlan),
     /// `scatter`/`scatter_add`: operand, indices, updates.
@@ -192,7 +192,7 @@ impl Executable {
                 }
                 Op::Dot(_)
                 | Op::Cumulative(_)
-                | Op::Threefry(_)
+                | Op::Threefry { .. }
                 | Op::Sort(_)
                 | Op::Scatter(_)
                 | Op::SegmentSum(_) => r.runtime_steps += 1,
@@ -262,11 +262,14 @@ impl Executable {
                     d.run(ptr(&step.inputs[0]), ptr(&step.inputs[1]), ptr(&step.outputs[0]), scratch)
                 },
                 Op::Control(c) => unsafe { c.run(step, &ptr, scratch) },
-                Op::Threefry(n) => unsafe {
-                    let p = |k: usize| ptr(&step.inputs[k]).cast::<u32>().cast_const();
-                    let q = |k: usize| ptr(&step.outputs[k]).cast::<u32>();
-                    threefry::run(*n, [p(0), p(1), p(2), p(3)], [q(0), q(1)]);
-                },
+                Op::Threefry { n, chunks } => {
+                    let at = |k: usize| ptr(&step.inputs[k]) as usize;
+                    let (ins, outs) = ([at(0), at(1), at(2), at(3)], [ptr(&step.outputs[0]) as usize, ptr(&step.outputs[1]) as usize]);
+                    // SAFETY: operand buffers hold `n` u32s each (the plan's types); ranges are
+                    // disjoint, so parallel calls write disjoint output elements.
+                    let range = |lo: i64, hi: i64| unsafe { threefry::run(lo as usize, hi as usize, ins, outs) };
+                    self.threads.for_rows(*n as i64, *chunks, &range);
+                }
                 // SAFETY (three arms): as above; outputs are fresh arena buffers, never an input's.
                 Op::Sort(s) => unsafe {
                     s.run(&|j| ptr(&step.inputs[j]).cast_const(), &|j| ptr(&step.outputs[j]), scratch)
@@ -280,6 +283,7 @@ impl Executable {
                         ptr(&step.inputs[0]).cast_const(),
                         ptr(&step.inputs[1]).cast_const(),
                         ptr(&step.outputs[0]),
+                        &self.threads,
                     )
                 },
             }

@@ -17,11 +17,15 @@ fn block(k0: u32, k1: u32, x0: u32, x1: u32) -> (u32, u32) {
     (x[0], x[1])
 }
 
+/// Elements `lo..hi`; buffers are passed as addresses so parallel ranges may share them.
+///
 /// # Safety
-/// Each pointer addresses `n` u32s; the outputs do not overlap the inputs.
-pub(crate) unsafe fn run(n: usize, ins: [*const u32; 4], outs: [*mut u32; 2]) {
-    for i in 0..n {
-        // SAFETY: i < n, per the contract.
+/// Each address is of at least `hi` u32s; the outputs do not overlap the inputs.
+pub(crate) unsafe fn run(lo: usize, hi: usize, ins: [usize; 4], outs: [usize; 2]) {
+    let ins = ins.map(|a| a as *const u32);
+    let outs = outs.map(|a| a as *mut u32);
+    for i in lo..hi {
+        // SAFETY: i < hi, per the contract.
         unsafe {
             let (y0, y1) = block(*ins[0].add(i), *ins[1].add(i), *ins[2].add(i), *ins[3].add(i));
             *outs[0].add(i) = y0;

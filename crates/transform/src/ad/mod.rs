@@ -95,9 +95,42 @@ pub fn vjp_replay(
     primals: &[Tensor],
     cts_out: &[Option<Tensor>],
 ) -> (Vec<Tensor>, Vec<Option<Tensor>>) {
+    vjp_replay_active(f, primals, cts_out, &vec![true; f.params.len()])
+}
+
+/// Which variables of `f` are *active*: float values that depend on a float parameter flagged in
+/// `active` through anything but `stop_gradient` (activity analysis). Only active values can pass a
+/// cotangent on to a parameter.
+pub(crate) fn activity(f: &Function, active: &[bool]) -> Vec<bool> {
+    let mut on = vec![false; f.vars.len()];
+    for (v, &a) in f.params.iter().zip(active) {
+        on[v.index()] = a && is_differentiable(f.dtype(*v));
+    }
+    for e in &f.eqns {
+        let any = !matches!(e.prim, Prim::StopGradient) && e.inputs.iter().any(|v| on[v.index()]);
+        for o in &e.outputs {
+            on[o.index()] = any && is_differentiable(f.dtype(*o));
+        }
+    }
+    on
+}
+
+/// [`vjp_replay`] for the parameters flagged in `active` only: the others get no cotangent
+/// (`None`), and no cotangent is computed for values that depend on none of the active ones, so a
+/// step's VJP does no work for the data it merely reads. A `scan` with an active operand runs its
+/// forward pass once ([`scan::forward`]): the same scan gives the primal outputs and what its
+/// backward pass needs.
+pub(crate) fn vjp_replay_active(
+    f: &Function,
+    primals: &[Tensor],
+    cts_out: &[Option<Tensor>],
+    active: &[bool],
+) -> (Vec<Tensor>, Vec<Option<Tensor>>) {
     assert_eq!(primals.len(), f.params.len(), "vjp: primal count");
     assert_eq!(cts_out.len(), f.outputs.len(), "vjp: cotangent count");
+    assert_eq!(active.len(), f.params.len(), "vjp: activity count");
     let n = f.vars.len();
+    let on = activity(f, active);
     let mut p: Vec<Option<Tensor>> = vec![None; n];
     for (i, v) in f.params.iter().enumerate() {
         p[v.index()] = Some(primals[i].clone());
@@ -106,10 +139,19 @@ pub fn vjp_replay(
         p[c.var.index()] = Some(Tensor::from_shared(c.value.clone()));
     }
     // Forward.
-    for eqn in &f.eqns {
-        let ins: Vec<&Tensor> =
-            eqn.inputs.iter().map(|v| p[v.index()].as_ref().expect("verified function")).collect();
-        let outs = at_location(eqn.loc.as_ref(), || lax::bind(eqn.prim.clone(), &ins));
+    let mut saved: Vec<Option<scan::Saved>> = (0..f.eqns.len()).map(|_| None).collect();
+    for (k, eqn) in f.eqns.iter().enumerate() {
+        let ins: Vec<Tensor> =
+            eqn.inputs.iter().map(|v| p[v.index()].clone().expect("verified function")).collect();
+        let outs = at_location(eqn.loc.as_ref(), || match &eqn.prim {
+            Prim::Scan { .. } if eqn.inputs.iter().any(|v| on[v.index()]) => {
+                let act: Vec<bool> = eqn.inputs.iter().map(|v| on[v.index()]).collect();
+                let (outs, s) = scan::forward(&eqn.prim, &ins, &act);
+                saved[k] = Some(s);
+                outs
+            }
+            _ => lax::bind(eqn.prim.clone(), &ins.iter().collect::<Vec<_>>()),
+        });
         for (v, o) in eqn.outputs.iter().zip(outs) {
             p[v.index()] = Some(o);
         }
@@ -118,14 +160,14 @@ pub fn vjp_replay(
     let mut ct: Vec<Option<Tensor>> = vec![None; n];
     let mut mask: Vec<Mask> = vec![Mask::Unset; n];
     for (v, c) in f.outputs.iter().zip(cts_out) {
-        if is_differentiable(f.dtype(*v)) && c.is_some() {
+        if on[v.index()] && c.is_some() {
             accumulate(&mut ct[v.index()], c.clone());
             mask[v.index()] = Mask::Live;
         }
     }
-    for eqn in f.eqns.iter().rev() {
+    for (k, eqn) in f.eqns.iter().enumerate().rev() {
         let cts: Vec<Option<Tensor>> = eqn.outputs.iter().map(|v| ct[v.index()].clone()).collect();
-        if cts.iter().all(Option::is_none) {
+        if cts.iter().all(Option::is_none) || !eqn.inputs.iter().any(|v| on[v.index()]) {
             continue;
         }
         let ins: Vec<Tensor> =
@@ -135,7 +177,10 @@ pub fn vjp_replay(
         let in_masks =
             at_location(eqn.loc.as_ref(), || input_masks(&eqn.prim, &ins, &outs, &eqn.outputs, &mask));
         let cts_in = at_location(eqn.loc.as_ref(), || {
-            let cts_in = vjp_rules::vjp_rule(&eqn.prim, &ins, &outs, &cts);
+            let cts_in = match saved[k].take() {
+                Some(s) => scan::backward(&eqn.prim, &ins, s, &cts),
+                None => vjp_rules::vjp_rule(&eqn.prim, &ins, &outs, &cts),
+            };
             // Zero the cotangent outside the branch mask (where safety, see the module docs).
             cts_in
                 .into_iter()
@@ -149,7 +194,7 @@ pub fn vjp_replay(
                 .collect::<Vec<_>>()
         });
         for ((v, c), m) in eqn.inputs.iter().zip(cts_in).zip(in_masks) {
-            if is_differentiable(f.dtype(*v)) && c.is_some() {
+            if on[v.index()] && c.is_some() {
                 accumulate(&mut ct[v.index()], c);
                 let merged = at_location(eqn.loc.as_ref(), || mask[v.index()].merge(m));
                 mask[v.index()] = merged;
@@ -157,7 +202,7 @@ pub fn vjp_replay(
         }
     }
     let outs = f.outputs.iter().map(|v| p[v.index()].clone().expect("verified function")).collect();
-    let cts = f.params.iter().map(|v| ct[v.index()].clone()).collect();
+    let cts = f.params.iter().map(|v| ct[v.index()].clone().filter(|_| on[v.index()])).collect();
     (outs, cts)
 }
 

@@ -11,7 +11,7 @@
 //! with the number of steps.
 
 use super::partition::{Partition, partition};
-use super::{instantiate, is_differentiable, jvp_replay, vjp_replay, zeros_of};
+use super::{instantiate, is_differentiable, jvp_replay, vjp_replay_active, zeros_of};
 use kiln_ir::{Function, Prim, TensorType};
 use kiln_trace::{Tensor, lax};
 use std::cell::Cell;
@@ -239,41 +239,114 @@ fn jvp_body(s: &Spec, slot: &[bool]) -> (Function, Vec<bool>, Vec<bool>) {
     (f, nonzero, dys)
 }
 
-/// The VJP of a `scan`, by reverse scans under the current [`Checkpoint`] policy.
+/// The VJP of a `scan` whose forward pass was not run by [`forward`]: runs it now (every float
+/// operand treated as active), then [`backward`]. `vjp_replay` uses the pair directly, so the
+/// primal outputs come out of the same forward scan that saves the residuals.
 pub(super) fn vjp(
     prim: &Prim,
     ins: &[Tensor],
     _outs: &[Tensor],
     cts: &[Option<Tensor>],
 ) -> Vec<Option<Tensor>> {
+    let active = vec![true; ins.len()];
+    let (_, saved) = forward(prim, ins, &active);
+    backward(prim, ins, saved, cts)
+}
+
+/// What the forward pass of a differentiated `scan` keeps for its backward pass.
+pub(super) struct Saved {
+    /// The step's VJP, for the operands that are active.
+    step: StepVjp,
+    /// The ys given cotangent slots (float, active), indices into the body's ys.
+    sel_ys: Vec<usize>,
+    how: SavedHow,
+}
+
+enum SavedHow {
+    /// No steps.
+    Empty,
+    /// Every step's residuals, stacked.
+    StoreAll(Vec<Tensor>),
+    /// Segments of `k` steps: the carry at each segment's start (stacked), and the remainder
+    /// segment's stacked residuals (when `k` does not divide the length).
+    Segmented { k: usize, starts: Vec<Tensor>, rem: Option<Vec<Tensor>> },
+}
+
+/// The forward pass of a `scan` under reverse mode, for operands flagged `active` (those that
+/// depend on what is differentiated): the primal outputs (final carry ++ ys) and what the backward
+/// pass needs, from ONE scan (the current [`Checkpoint`] policy chooses stored residuals or
+/// segment-start carries).
+pub(super) fn forward(prim: &Prim, ins: &[Tensor], active: &[bool]) -> (Vec<Tensor>, Saved) {
+    let s = Spec::of(prim, ins.len());
+    let (nc, nk) = (s.nc, s.nk);
+    // A carry is active if its initial value is, or the body makes it depend on an active operand.
+    let mut act = active.to_vec();
+    let outs_active = loop {
+        let on = super::activity(s.body, &act);
+        let o: Vec<bool> = s.body.outputs.iter().map(|v| on[v.index()]).collect();
+        let mut changed = false;
+        for j in 0..nk {
+            if o[j] && !act[nc + j] {
+                act[nc + j] = true;
+                changed = true;
+            }
+        }
+        if !changed {
+            break o;
+        }
+    };
+    let sel_ys: Vec<usize> = (0..s.ny()).filter(|&i| outs_active[nk + i]).collect();
+    let step = StepVjp::new(&s, &sel_ys, &act);
+    let (consts, rest) = ins.split_at(nc);
+    let (init, xs) = rest.split_at(nk);
+    let (outs, how) = if s.length == 0 {
+        let ys = s.body.output_types()[nk..].iter().map(|t| zeros_of(&stacked(t, 0))).collect::<Vec<_>>();
+        (init.iter().cloned().chain(ys).collect(), SavedHow::Empty)
+    } else {
+        match checkpoint_policy() {
+            Checkpoint::StoreAll => step.store_all_forward(consts, init, xs, s.length, s.reverse),
+            Checkpoint::Every(k) => step.segmented_forward(consts, init, xs, k),
+            Checkpoint::Auto if step.stored_bytes_per_step.saturating_mul(s.length) <= AUTO_STORE_ALL_BYTES => {
+                step.store_all_forward(consts, init, xs, s.length, s.reverse)
+            }
+            Checkpoint::Auto | Checkpoint::Sqrt => {
+                let k = (1..=s.length).find(|k| k * k >= s.length).expect("length >= 1");
+                step.segmented_forward(consts, init, xs, k)
+            }
+        }
+    };
+    (outs, Saved { step, sel_ys, how })
+}
+
+/// The backward pass of a `scan` whose forward pass [`forward`] ran: the operands' cotangents
+/// (`None` for integer, bool and inactive operands) from the outputs' (`None` = zero).
+pub(super) fn backward(prim: &Prim, ins: &[Tensor], saved: Saved, cts: &[Option<Tensor>]) -> Vec<Option<Tensor>> {
     let s = Spec::of(prim, ins.len());
     let (nc, nk) = (s.nc, s.nk);
     let (consts, rest) = ins.split_at(nc);
     let (init, xs) = rest.split_at(nk);
     let (ct_final, ct_ys) = cts.split_at(nk);
-    let float = |t: &Tensor| is_differentiable(t.dtype());
-    if s.length == 0 {
-        // The final carry is `init`; there are no steps to send cotangents to consts or xs.
-        let mut out: Vec<Option<Tensor>> = vec![None; nc];
-        out.extend(init.iter().zip(ct_final).map(|(x, c)| c.clone().filter(|_| float(x))));
-        out.extend(std::iter::repeat_n(None, s.nx));
-        return out;
-    }
-    let sel_ys: Vec<usize> = (0..s.ny()).filter(|&i| ct_ys[i].is_some()).collect();
-    let step = StepVjp::new(&s, &sel_ys);
+    let Saved { step, sel_ys, how } = saved;
     let ct_carry: Vec<Tensor> =
         step.fl_carry.iter().map(|&j| instantiate(ct_final[j].clone(), &init[j].ty())).collect();
     let acc: Vec<Tensor> = step.fl_consts.iter().map(|&i| zeros_of(&consts[i].ty())).collect();
-    let ct_ys: Vec<Tensor> = sel_ys.iter().map(|&i| ct_ys[i].clone().expect("selected")).collect();
-    let (ct_init, ct_consts, ct_xs) = match checkpoint_policy() {
-        Checkpoint::StoreAll => step.store_all(consts, init, xs, ct_carry, &ct_ys, acc, s.length, s.reverse),
-        Checkpoint::Every(k) => step.segmented(consts, init, xs, ct_carry, &ct_ys, acc, k),
-        Checkpoint::Auto if step.stored_bytes_per_step.saturating_mul(s.length) <= AUTO_STORE_ALL_BYTES => {
-            step.store_all(consts, init, xs, ct_carry, &ct_ys, acc, s.length, s.reverse)
+    let ct_ys: Vec<Tensor> = sel_ys
+        .iter()
+        .map(|&i| instantiate(ct_ys[i].clone(), &stacked(&step.y_types[i], s.length)))
+        .collect();
+    let (ct_init, ct_consts, ct_xs) = match how {
+        SavedHow::Empty => {
+            // The final carry is `init`; there are no steps to send cotangents to consts or xs.
+            let mut out: Vec<Option<Tensor>> = vec![None; nc];
+            out.extend(step.fl_carry_mask().iter().zip(ct_final).map(|(&f, c)| c.clone().filter(|_| f)));
+            out.extend(std::iter::repeat_n(None, s.nx));
+            return out;
         }
-        Checkpoint::Auto | Checkpoint::Sqrt => {
-            let k = (1..=s.length).find(|k| k * k >= s.length).expect("length >= 1");
-            step.segmented(consts, init, xs, ct_carry, &ct_ys, acc, k)
+        SavedHow::StoreAll(res) => {
+            step.store_all_backward(consts, xs, &res, ct_carry, &ct_ys, acc, s.length, s.reverse)
+        }
+        SavedHow::Segmented { k, starts, rem } => {
+            step.segmented_backward(consts, xs, starts, rem, ct_carry, &ct_ys, acc, k)
         }
     };
     let mut out: Vec<Option<Tensor>> = vec![None; ins.len()];
@@ -290,21 +363,30 @@ pub(super) fn vjp(
 }
 
 /// A scan step's VJP, partitioned, with the scan bodies built from it.
-struct StepVjp<'a> {
-    s: &'a Spec<'a>,
-    /// Float consts / carries / xs: the ones with cotangents.
+struct StepVjp {
+    /// Operand counts: consts, carries, xs.
+    nc: usize,
+    nk: usize,
+    nx: usize,
+    /// The scan's length and direction.
+    length: usize,
+    reverse: bool,
+    /// The step (`(consts, carry, x) -> (carry', y)`), for segments' forward passes.
+    body: Function,
+    /// Float, active consts / carries / xs: the ones given cotangents.
     fl_consts: Vec<usize>,
     fl_carry: Vec<usize>,
     fl_xs: Vec<usize>,
-    /// Slice types of xs and types of consts, carries.
+    /// Slice types of xs and ys, types of consts and carries.
     const_types: Vec<TensorType>,
     carry_types: Vec<TensorType>,
     x_types: Vec<TensorType>,
+    y_types: Vec<TensorType>,
     /// Types of the selected ys' cotangents (one step).
     ct_y_types: Vec<TensorType>,
     /// The xs the backward step reads.
     used_xs: Vec<usize>,
-    /// `(consts, carry, x) -> (carry', residuals.., used carries..)`.
+    /// `(consts, carry, x) -> (carry', y.., residuals.., used carries..)`.
     fwd_body: Function,
     /// Bytes of one step's residuals and used carries: what store-all keeps per step.
     stored_bytes_per_step: usize,
@@ -312,19 +394,26 @@ struct StepVjp<'a> {
     bwd_body: Function,
 }
 
-impl<'a> StepVjp<'a> {
-    fn new(s: &'a Spec<'a>, sel_ys: &[usize]) -> StepVjp<'a> {
+impl StepVjp {
+    /// `active`: per operand (consts, carries, xs), whether it depends on what is differentiated
+    /// (carries closed over the loop); `sel_ys`: the ys that get cotangent slots.
+    fn new(s: &Spec<'_>, sel_ys: &[usize], active: &[bool]) -> StepVjp {
         let (nc, nk, nx) = (s.nc, s.nk, s.nx);
         let pt = s.body.param_types();
         let ot = s.body.output_types();
         let const_types = pt[..nc].to_vec();
         let carry_types = pt[nc..nc + nk].to_vec();
         let x_types = pt[nc + nk..].to_vec();
-        let (fl_consts, fl_carry, fl_xs) =
-            (float_indices(&const_types), float_indices(&carry_types), float_indices(&x_types));
-        let ct_y_types = pick(&ot[nk..], sel_ys);
+        let y_types = ot[nk..].to_vec();
+        let fl = |base: usize, types: &[TensorType]| -> Vec<usize> {
+            float_indices(types).into_iter().filter(|&i| active[base + i]).collect()
+        };
+        let (fl_consts, fl_carry, fl_xs) = (fl(0, &const_types), fl(nc, &carry_types), fl(nc + nk, &x_types));
+        let ct_y_types = pick(&y_types, sel_ys);
+        let ny = y_types.len();
 
-        // g(consts, carry, x, ct_carry' (float), ct_y (selected)) -> (carry', ct_consts, ct_carry, ct_x).
+        // g(consts, carry, x, ct_carry' (float), ct_y (selected))
+        //   -> (carry', y.., ct_consts, ct_carry, ct_x) for the active float operands.
         let g_types: Vec<TensorType> =
             pt.iter().chain(&pick(&carry_types, &fl_carry)).chain(&ct_y_types).cloned().collect();
         let g = crate::trace_function(&g_types, |args| {
@@ -335,8 +424,8 @@ impl<'a> StepVjp<'a> {
             {
                 cts[o] = Some(c.clone());
             }
-            let (outs, cts_in) = vjp_replay(s.body, primals, &cts);
-            let mut res: Vec<Tensor> = outs[..nk].to_vec();
+            let (outs, cts_in) = vjp_replay_active(s.body, primals, &cts, active);
+            let mut res: Vec<Tensor> = outs;
             let groups = [(0, &fl_consts), (nc, &fl_carry), (nc + nk, &fl_xs)];
             for (base, idx) in groups {
                 res.extend(idx.iter().map(|&i| instantiate(cts_in[base + i].clone(), &pt[base + i])));
@@ -344,7 +433,7 @@ impl<'a> StepVjp<'a> {
             res
         });
         let invariant: Vec<bool> = (0..nc + nk + nx).map(|i| i < nc).collect();
-        let Partition { fwd, bwd, residual_types, primal_used_by_bwd } = partition(&g, &invariant, nk);
+        let Partition { fwd, bwd, residual_types, primal_used_by_bwd } = partition(&g, &invariant, nk + ny);
         let used_carry: Vec<usize> = (0..nk).filter(|&j| primal_used_by_bwd[nc + j]).collect();
         let used_xs: Vec<usize> = (0..nx).filter(|&i| primal_used_by_bwd[nc + nk + i]).collect();
 
@@ -401,13 +490,19 @@ impl<'a> StepVjp<'a> {
             r
         });
         StepVjp {
-            s,
+            nc,
+            nk,
+            nx,
+            length: s.length,
+            reverse: s.reverse,
+            body: s.body.clone(),
             fl_consts,
             fl_carry,
             fl_xs,
             const_types,
             carry_types,
             x_types,
+            y_types,
             ct_y_types,
             used_xs,
             fwd_body,
@@ -416,31 +511,109 @@ impl<'a> StepVjp<'a> {
         }
     }
 
-    /// Store-all reverse mode over `length` steps: a forward scan stacking residuals, then a scan in
-    /// the opposite direction carrying the carry cotangents and accumulating the consts' ones.
-    /// Returns `(ct_init (float carries), ct_consts (float consts), ct_xs (float xs))`.
-    #[allow(clippy::too_many_arguments)]
-    fn store_all(
+    /// Per carry: whether it gets a cotangent.
+    fn fl_carry_mask(&self) -> Vec<bool> {
+        (0..self.nk).map(|j| self.fl_carry.contains(&j)).collect()
+    }
+
+    /// Store-all forward pass over `length` steps: one scan of the forward step giving the final
+    /// carry, the ys and every step's residuals (stacked).
+    fn store_all_forward(
         &self,
         consts: &[Tensor],
         init: &[Tensor],
         xs: &[Tensor],
+        length: usize,
+        reverse: bool,
+    ) -> (Vec<Tensor>, SavedHow) {
+        let (outs, res) = self.store_all_scan(consts, init, xs, length, reverse);
+        (outs, SavedHow::StoreAll(res))
+    }
+
+    /// The forward scan of store-all: `(final carry ++ ys, stacked residuals)`.
+    fn store_all_scan(
+        &self,
+        consts: &[Tensor],
+        init: &[Tensor],
+        xs: &[Tensor],
+        length: usize,
+        reverse: bool,
+    ) -> (Vec<Tensor>, Vec<Tensor>) {
+        let (nc, nk) = (self.nc, self.nk);
+        let ops: Vec<Tensor> = consts.iter().chain(init).chain(xs).cloned().collect();
+        let mut outs = bind_scan(length, reverse, nc, nk, self.fwd_body.clone(), &ops);
+        let res = outs.split_off(nk + self.y_types.len());
+        (outs, res)
+    }
+
+    /// Checkpointed forward pass with segments of `k` steps (see the module docs): an outer scan
+    /// over segments, each an inner scan of `k` steps of the body saving the carry at the segment's
+    /// start, then the remainder segment (last in time) with its residuals stored. A reverse scan
+    /// runs forward over reversed xs, and its ys are reversed back.
+    fn segmented_forward(&self, consts: &[Tensor], init: &[Tensor], xs: &[Tensor], k: usize) -> (Vec<Tensor>, SavedHow) {
+        let (nc, nk) = (self.nc, self.nk);
+        let t = self.length;
+        let k = k.clamp(1, t);
+        let (nseg, rem) = (t / k, t % k);
+        let main = nseg * k;
+        let reverse = self.reverse;
+        let flip = |v: &[Tensor]| -> Vec<Tensor> { if reverse { v.iter().map(rev0).collect() } else { v.to_vec() } };
+        let xs = flip(xs);
+        let seg = |v: &[Tensor]| -> Vec<Tensor> { v.iter().map(|x| split_leading(&rows(x, 0, main), nseg, k)).collect() };
+        let tail = |v: &[Tensor]| -> Vec<Tensor> { v.iter().map(|x| rows(x, main, t)).collect() };
+        let ny = self.y_types.len();
+        let (mid, starts, ys_main): (Vec<Tensor>, Vec<Tensor>, Vec<Tensor>) = if nseg > 0 {
+            let ops: Vec<Tensor> = consts.iter().chain(init).cloned().chain(seg(&xs)).collect();
+            let mut o = bind_scan(nseg, false, nc, nk, self.segment_forward(k), &ops);
+            let ys = o.split_off(nk + nk).iter().map(merge_leading).collect();
+            let starts = o.split_off(nk);
+            (o, starts, ys)
+        } else {
+            (init.to_vec(), Vec::new(), Vec::new())
+        };
+        let (last, ys_rem, rem_saved) = if rem > 0 {
+            let ops: Vec<Tensor> = consts.iter().chain(&mid).cloned().chain(tail(&xs)).collect();
+            let mut o = bind_scan(rem, false, nc, nk, self.fwd_body.clone(), &ops);
+            let res = o.split_off(nk + ny);
+            let ys = o.split_off(nk);
+            (o, ys, Some(res))
+        } else {
+            (mid, Vec::new(), None)
+        };
+        let ys: Vec<Tensor> = (0..ny)
+            .map(|i| match (ys_main.get(i), ys_rem.get(i)) {
+                (Some(m), Some(r)) => lax::concatenate(&[m.clone(), r.clone()], 0),
+                (Some(m), None) => m.clone(),
+                (None, Some(r)) => r.clone(),
+                (None, None) => unreachable!("length >= 1"),
+            })
+            .collect();
+        let outs = last.into_iter().chain(flip(&ys)).collect();
+        (outs, SavedHow::Segmented { k, starts, rem: rem_saved })
+    }
+
+    /// Store-all backward pass over `length` steps from the stacked residuals `res`: a scan in the
+    /// opposite direction carrying the carry cotangents and accumulating the consts' ones.
+    /// Returns `(ct_init (float carries), ct_consts (float consts), ct_xs (float xs))`.
+    #[allow(clippy::too_many_arguments)]
+    fn store_all_backward(
+        &self,
+        consts: &[Tensor],
+        xs: &[Tensor],
+        res: &[Tensor],
         ct_carry: Vec<Tensor>,
         ct_ys: &[Tensor],
         acc: Vec<Tensor>,
         length: usize,
         reverse: bool,
     ) -> (Vec<Tensor>, Vec<Tensor>, Vec<Tensor>) {
-        let (nc, nk) = (self.s.nc, self.s.nk);
-        let ops: Vec<Tensor> = consts.iter().chain(init).chain(xs).cloned().collect();
-        let fwd = bind_scan(length, reverse, nc, nk, self.fwd_body.clone(), &ops);
-        let saved = &fwd[nk..];
+        let nc = self.nc;
         let ops: Vec<Tensor> = consts
             .iter()
             .cloned()
             .chain(ct_carry)
             .chain(acc)
-            .chain(saved.iter().cloned())
+            .chain(res.iter().cloned())
             .chain(pick(xs, &self.used_xs))
             .chain(ct_ys.iter().cloned())
             .collect();
@@ -451,50 +624,37 @@ impl<'a> StepVjp<'a> {
         (out, acc, ct_xs)
     }
 
-    /// Checkpointed reverse mode with segments of `k` steps (see the module docs); a reverse scan
-    /// is run on reversed xs and cotangents.
+    /// Checkpointed backward pass (see [`StepVjp::segmented_forward`]): the remainder segment from
+    /// its stored residuals, then a reverse scan over the segments that recomputes each one's
+    /// residuals from its saved start carry.
     #[allow(clippy::too_many_arguments)]
-    fn segmented(
+    fn segmented_backward(
         &self,
         consts: &[Tensor],
-        init: &[Tensor],
         xs: &[Tensor],
+        starts: Vec<Tensor>,
+        rem: Option<Vec<Tensor>>,
         ct_carry: Vec<Tensor>,
         ct_ys: &[Tensor],
         acc: Vec<Tensor>,
         k: usize,
     ) -> (Vec<Tensor>, Vec<Tensor>, Vec<Tensor>) {
-        let (nc, nk, t) = (self.s.nc, self.s.nk, self.s.length);
+        let nc = self.nc;
+        let t = self.length;
         let k = k.clamp(1, t);
-        let (nseg, rem) = (t / k, t % k);
-        let main = nseg * k;
-        let flip = |v: &[Tensor]| -> Vec<Tensor> {
-            if self.s.reverse { v.iter().map(rev0).collect() } else { v.to_vec() }
-        };
+        let (nseg, main) = (t / k, t / k * k);
+        let reverse = self.reverse;
+        let flip = |v: &[Tensor]| -> Vec<Tensor> { if reverse { v.iter().map(rev0).collect() } else { v.to_vec() } };
         let (xs, ct_ys) = (flip(xs), flip(ct_ys));
-        let seg = |v: &[Tensor]| -> Vec<Tensor> {
-            v.iter().map(|x| split_leading(&rows(x, 0, main), nseg, k)).collect()
-        };
+        let seg = |v: &[Tensor]| -> Vec<Tensor> { v.iter().map(|x| split_leading(&rows(x, 0, main), nseg, k)).collect() };
         let tail = |v: &[Tensor]| -> Vec<Tensor> { v.iter().map(|x| rows(x, main, t)).collect() };
 
-        // Forward: an outer scan over segments, each an inner scan of k plain steps, saving the
-        // carry at each segment's start.
-        let (mid, saved): (Vec<Tensor>, Vec<Tensor>) = if nseg > 0 {
-            let ops: Vec<Tensor> = consts.iter().chain(init).cloned().chain(seg(&xs)).collect();
-            let mut o = bind_scan(nseg, false, nc, nk, self.segment_forward(k), &ops);
-            let saved = o.split_off(nk);
-            (o, saved)
-        } else {
-            (init.to_vec(), Vec::new())
-        };
-
-        // Backward: the remainder segment (last in time) first, then the segments in reverse.
+        // The remainder segment (last in time) first, then the segments in reverse.
         let (mut ct_carry, mut acc) = (ct_carry, acc);
         let mut ct_rem = Vec::new();
-        if rem > 0 {
-            let ct_ys_rem = tail(&ct_ys);
+        if let Some(res) = rem {
             (ct_carry, acc, ct_rem) =
-                self.store_all(consts, &mid, &tail(&xs), ct_carry, &ct_ys_rem, acc, rem, false);
+                self.store_all_backward(consts, &tail(&xs), &res, ct_carry, &tail(&ct_ys), acc, t - main, false);
         }
         let mut ct_main = Vec::new();
         if nseg > 0 {
@@ -504,7 +664,7 @@ impl<'a> StepVjp<'a> {
                 .cloned()
                 .chain(ct_carry)
                 .chain(acc)
-                .chain(saved)
+                .chain(starts)
                 .chain(seg(&xs))
                 .chain(seg(&ct_ys))
                 .collect();
@@ -524,12 +684,10 @@ impl<'a> StepVjp<'a> {
         (ct_carry, acc, flip(&ct_xs))
     }
 
-    /// `(consts, carry, x_seg [k, ..]) -> (carry after k steps, carry)`: the outer forward scan's body.
+    /// `(consts, carry, x_seg [k, ..]) -> (carry after k steps, carry, y_seg [k, ..])`: the outer
+    /// forward scan's body.
     fn segment_forward(&self, k: usize) -> Function {
-        let (nc, nk) = (self.s.nc, self.s.nk);
-        let body = self.s.body;
-        let step_types: Vec<TensorType> = body.param_types();
-        let step = crate::trace_function(&step_types, |args| crate::replay(body, &args)[..nk].to_vec());
+        let (nc, nk) = (self.nc, self.nk);
         let types: Vec<TensorType> = self
             .const_types
             .iter()
@@ -538,9 +696,10 @@ impl<'a> StepVjp<'a> {
             .chain(self.x_types.iter().map(|t| stacked(t, k)))
             .collect();
         crate::trace_function(&types, |args| {
-            let mut out = bind_scan(k, false, nc, nk, step, &args);
-            out.truncate(nk);
+            let mut out = bind_scan(k, false, nc, nk, self.body.clone(), &args);
+            let ys = out.split_off(nk);
             out.extend(args[nc..nc + nk].iter().cloned());
+            out.extend(ys);
             out
         })
     }
@@ -548,7 +707,7 @@ impl<'a> StepVjp<'a> {
     /// `(consts, ct_carry, acc, saved carry, x_seg, ct_y_seg) -> (ct_carry, acc, ct_x_seg)`: the
     /// outer reverse scan's body, recomputing the segment's residuals from its saved carry.
     fn segment_backward(&self, k: usize) -> Function {
-        let (nc, nk, nx) = (self.s.nc, self.s.nk, self.s.nx);
+        let (nc, nk, nx) = (self.nc, self.nk, self.nx);
         let (nkf, ncf, ny) = (self.fl_carry.len(), self.fl_consts.len(), self.ct_y_types.len());
         let types: Vec<TensorType> = self
             .const_types
@@ -565,7 +724,8 @@ impl<'a> StepVjp<'a> {
             let mut take = |n: usize| a.by_ref().take(n).collect::<Vec<Tensor>>();
             let (consts, ct_carry, acc) = (take(nc), take(nkf), take(ncf));
             let (c0, xs, ct_ys) = (take(nk), take(nx), take(ny));
-            let (c, acc, ct_xs) = self.store_all(&consts, &c0, &xs, ct_carry, &ct_ys, acc, k, false);
+            let (_, res) = self.store_all_scan(&consts, &c0, &xs, k, false);
+            let (c, acc, ct_xs) = self.store_all_backward(&consts, &xs, &res, ct_carry, &ct_ys, acc, k, false);
             c.into_iter().chain(acc).chain(ct_xs).collect()
         })
     }
