@@ -33,7 +33,7 @@ mod system;
 
 pub use error::{MjcfError, MjcfErrorKind};
 pub use mjcf::IGNORED_ELEMENTS;
-pub use model::{LinkKind, Model, ModelError, OneDof, Structure};
+pub use model::{ContactRow, LinkKind, Model, ModelError, OneDof, Structure};
 pub use state::{Motion, State, Transform};
 pub use system::{Actuators, GeomType, Geoms, JointType, Joints, Links, System};
 

@@ -6,7 +6,7 @@
 //! be taken with respect to masses, stiffnesses or gravity. Joint axes, parents and index layouts
 //! are static: they choose which ops are traced, as Brax's `link_types` and `dof.motion` do.
 
-use super::system::{JointType, System};
+use super::system::{GeomType, JointType, System};
 use kiln::prelude::*;
 use thiserror::Error;
 
@@ -34,6 +34,20 @@ pub enum ModelError {
         expected: usize,
         /// `body` or `geom`.
         per: &'static str,
+    },
+    /// A pair of colliding geoms whose contact kiln's spring pipeline does not compute yet.
+    #[error(
+        "geoms `{geom1}` ({type1:?}) and `{geom2}` ({type2:?}) collide, but kiln's spring contacts support only plane–sphere and plane–capsule"
+    )]
+    UnsupportedContact {
+        /// First geom's name (or index).
+        geom1: String,
+        /// Its type.
+        type1: GeomType,
+        /// Second geom's name (or index).
+        geom2: String,
+        /// Its type.
+        type2: GeomType,
     },
     /// The requested dtype is not a float dtype.
     #[error("rigid models need a float dtype (f32 or f64), not {0}")]
@@ -84,6 +98,23 @@ pub enum LinkKind {
     OneDof(OneDof),
 }
 
+/// One contact row between a plane and a sphere (or one end of a capsule), as MJX's colliders make
+/// them (plane first): the row's point is on the sphere centre, or at `end · half-length` along the
+/// capsule axis.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ContactRow {
+    /// The plane geom.
+    pub plane: usize,
+    /// The sphere or capsule geom.
+    pub other: usize,
+    /// 0 for a sphere; +1 or −1 for a capsule's end caps (MJX's order: +1 first).
+    pub end: f64,
+    /// The plane's link (`None`: the world).
+    pub link1: Option<usize>,
+    /// The other geom's link.
+    pub link2: Option<usize>,
+}
+
 /// The static part of a [`Model`]: everything that changes the traced program rather than its
 /// numbers.
 #[derive(Debug, Clone)]
@@ -106,6 +137,10 @@ pub struct Structure {
     pub any_limited: bool,
     /// Link names, for messages.
     pub link_names: Vec<String>,
+    /// The link of each geom (`None`: the world).
+    pub geom_links: Vec<Option<usize>>,
+    /// The contact rows, in MJX's order of geom pairs.
+    pub contacts: Vec<ContactRow>,
 }
 
 impl Structure {
@@ -169,6 +204,16 @@ pub struct Model {
     pub ang_damping: Tensor,
     /// `[]` Brax `baumgarte_erp` (default 0.1): contact position correction per step.
     pub baumgarte_erp: Tensor,
+    /// `[G, 3]` geom position in its link (or world) frame (m).
+    pub geom_pos: Tensor,
+    /// `[G, 4]` geom orientation in its link (or world) frame.
+    pub geom_rot: Tensor,
+    /// `[G, 3]` geom sizes (see [`GeomType`]).
+    pub geom_size: Tensor,
+    /// `[G]` sliding friction coefficient.
+    pub geom_friction: Tensor,
+    /// `[G]` Brax `elasticity` (restitution, default 0).
+    pub elasticity: Tensor,
     /// The static structure.
     #[tree(skip)]
     pub structure: Structure,
@@ -204,9 +249,50 @@ fn joint_frame(axis: [f64; 3]) -> [[f64; 3]; 3] {
     }
 }
 
+/// MuJoCo's (and MJX's) candidate geom pairs: the collision masks match
+/// (`contype₁ & conaffinity₂ | contype₂ & conaffinity₁`), the geoms are on different links, and
+/// neither link is the other's parent (the world is exempt from that filter). Each plane–sphere pair
+/// gives one row, each plane–capsule pair two.
+fn contact_rows(sys: &System) -> Result<Vec<ContactRow>, ModelError> {
+    let g = &sys.geoms;
+    let parent = |l: Option<usize>| l.and_then(|l| sys.links.parents[l]);
+    let mut rows = Vec::new();
+    for a in 0..g.types.len() {
+        for b in a + 1..g.types.len() {
+            let masks = (g.contype[a] & g.conaffinity[b]) | (g.contype[b] & g.conaffinity[a]);
+            let (la, lb) = (g.link[a], g.link[b]);
+            let welded = la == lb;
+            let parent_child = la.is_some() && lb.is_some() && (parent(la) == lb || parent(lb) == la);
+            if masks == 0 || welded || parent_child {
+                continue;
+            }
+            let (plane, other) = if g.types[a] == GeomType::Plane { (a, b) } else { (b, a) };
+            let ends: &[f64] = match (g.types[plane], g.types[other]) {
+                (GeomType::Plane, GeomType::Sphere) => &[0.0],
+                (GeomType::Plane, GeomType::Capsule) => &[1.0, -1.0],
+                (t1, t2) => {
+                    let name =
+                        |i: usize| if g.names[i].is_empty() { format!("#{i}") } else { g.names[i].clone() };
+                    return Err(ModelError::UnsupportedContact {
+                        geom1: name(plane),
+                        type1: t1,
+                        geom2: name(other),
+                        type2: t2,
+                    });
+                }
+            };
+            for &end in ends {
+                rows.push(ContactRow { plane, other, end, link1: g.link[plane], link2: g.link[other] });
+            }
+        }
+    }
+    Ok(rows)
+}
+
 impl Model {
     /// Builds the tensors of `sys` in `dtype` (f32 or f64). Errors: [`ModelError`] for links with
-    /// several joints, custom values of the wrong length, or a non-float dtype.
+    /// several joints, custom values of the wrong length, colliding geom pairs other than plane–sphere
+    /// and plane–capsule, or a non-float dtype.
     pub fn new(sys: &System, dtype: DType) -> Result<Model, ModelError> {
         if !matches!(dtype, DType::F32 | DType::F64) {
             return Err(ModelError::NotFloat(dtype));
@@ -290,6 +376,21 @@ impl Model {
         let c = |shape: &[usize], data: &[f64]| constant(dtype, shape, data);
         let flat3 = |rows: &[[f64; 3]]| rows.concat();
         let flat4 = |rows: &[[f64; 4]]| rows.concat();
+        let contacts = contact_rows(sys)?;
+        let ng = sys.geoms.types.len();
+        let elasticity = match sys.custom_value("elasticity") {
+            None => vec![0.0; ng],
+            Some([v]) => vec![*v; ng],
+            Some(v) if v.len() == ng => v.to_vec(),
+            Some(v) => {
+                return Err(ModelError::CustomSize {
+                    name: "elasticity".into(),
+                    got: v.len(),
+                    expected: ng,
+                    per: "geom",
+                });
+            }
+        };
         let l = num_links;
         Ok(Model {
             link_pos: c(&[l, 3], &link_pos),
@@ -316,6 +417,11 @@ impl Model {
             vel_damping: c(&[], &[scalar("vel_damping", 0.0)]),
             ang_damping: c(&[], &[scalar("ang_damping", 0.0)]),
             baumgarte_erp: c(&[], &[scalar("baumgarte_erp", 0.1)]),
+            geom_pos: c(&[ng, 3], &flat3(&sys.geoms.pos)),
+            geom_rot: c(&[ng, 4], &flat4(&sys.geoms.quat)),
+            geom_size: c(&[ng, 3], &flat3(&sys.geoms.size)),
+            geom_friction: c(&[ng], &sys.geoms.friction.iter().map(|f| f[0]).collect::<Vec<_>>()),
+            elasticity: c(&[ng], &elasticity),
             structure: Structure {
                 dtype,
                 timestep: sys.timestep,
@@ -326,6 +432,8 @@ impl Model {
                 actuator_dofs: a.joint.iter().map(|&j| sys.joints.dof_start[j]).collect(),
                 any_limited: sys.joints.limited.iter().any(|&b| b),
                 link_names: sys.links.names.clone(),
+                geom_links: sys.geoms.link.clone(),
+                contacts,
             },
         })
     }

@@ -18,11 +18,12 @@ pub fn join(parts: &[Tensor]) -> Tensor {
     Tensor::stack(parts, -1)
 }
 
-/// `Σ a·b` over the last axis, keeping it as size 1: `[..., 3]`, `[..., 3]` → `[..., 1]`
-/// (written as `a0 b0 + a1 b1 + a2 b2`, as XLA evaluates `jp.dot` of 3-vectors).
+/// `Σ a·b` over the last axis, keeping it as size 1: `[..., n]`, `[..., n]` → `[..., 1]` (summed
+/// left to right, `(a0 b0 + a1 b1) + a2 b2`, as XLA evaluates `jp.dot` of short vectors).
 pub fn dot(a: &Tensor, b: &Tensor) -> Tensor {
     let p = a * b;
-    (&(&comp(&p, 0) + &comp(&p, 1)) + &comp(&p, 2)).expand_dims(-1)
+    let n = p.shape().dims().last().copied().unwrap_or(1) as i64;
+    (1..n).fold(comp(&p, 0), |acc, k| &acc + &comp(&p, k)).expand_dims(-1)
 }
 
 /// `a × b`: `[..., 3]`, `[..., 3]` → `[..., 3]` (`jp.cross`).

@@ -7,8 +7,7 @@
 //! 2. joint wrenches at the centres of mass (Brax `joints.resolve`);
 //! 3. semi-implicit Euler on the velocities: gravity + `F/m`, `I⁻¹ τ`, with Brax's rescaled mass
 //!    `m^(1 − spring_mass_scale)` and inertia `I^(1 − spring_inertia_scale)`;
-//! 4. contacts (not yet: models with colliding geoms are rejected by [`step`]'s caller contract,
-//!    see [`has_contacts`]);
+//! 4. contacts as velocity impulses ([`collisions`]: plane–sphere and plane–capsule rows);
 //! 5. positions: `p += v dt`, `q += ½ dt (0, ω) ⊗ q`, renormalized (Brax `integrator.integrate`);
 //! 6. back to joint coordinates by inverse kinematics.
 //!
@@ -29,6 +28,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+pub mod collisions;
 pub mod joints;
 
 use super::kinematics::{forward, index_tensor, inverse, world_to_joint};
@@ -42,18 +42,6 @@ use kiln::prelude::*;
 pub fn init(model: &Model, q: &Tensor, qd: &Tensor) -> State {
     let (x, xd) = forward(model, q, qd);
     State { q: q.clone(), qd: qd.clone(), x, xd }
-}
-
-/// Whether the model has geoms that collide: the spring contact pass is not implemented yet, so
-/// [`step`] would ignore them.
-pub fn has_contacts(sys: &super::System) -> bool {
-    let g = &sys.geoms;
-    (0..g.types.len()).any(|a| {
-        (a + 1..g.types.len()).any(|b| {
-            let filter = (g.contype[a] & g.conaffinity[b]) | (g.contype[b] & g.conaffinity[a]);
-            filter != 0 && g.link[a] != g.link[b]
-        })
-    })
 }
 
 /// Brax `actuator.to_tau`: joint forces `[nv]` from actuator controls `act: [nu]` (motors:
@@ -94,8 +82,7 @@ pub fn inv_inertia(model: &Model, rot: &Tensor) -> Tensor {
 }
 
 /// One spring-pipeline step of `dt` under the controls `act: [nu]` (Brax `spring.pipeline.step`).
-/// Shapes and dtype of the result are those of `state`. Contacts are not resolved yet (see
-/// [`has_contacts`]).
+/// Shapes and dtype of the result are those of `state`.
 pub fn step(model: &Model, state: &State, act: &Tensor) -> State {
     let dt = model.structure.timestep;
     let (x, xd) = (&state.x, &state.xd);
@@ -114,9 +101,16 @@ pub fn step(model: &Model, state: &State, act: &Tensor) -> State {
     let vel = &xd_i.vel + &(&acc_vel * dt);
     let ang = &xd_i.ang + &(&acc_ang * dt);
 
-    // Brax `integrator.integrate` (contacts would add their velocity change here).
+    let contact =
+        collisions::resolve(model, x, &x_i, &Motion { vel: vel.clone(), ang: ang.clone() }, &i_inv, &mass);
+
+    // Brax `integrator.integrate`: damping, the contacts' velocity change, then positions.
     let vel = &(&model.vel_damping * dt).exp() * &vel;
     let ang = &(&model.ang_damping * dt).exp() * &ang;
+    let (vel, ang) = match contact {
+        Some(dv) => (&vel + &dv.vel, &ang + &dv.ang),
+        None => (vel, ang),
+    };
     let zero = comp(&ang, 0).zeros_like();
     let spin = &(&join(&[zero, comp(&ang, 0), comp(&ang, 1), comp(&ang, 2)]) * 0.5) * dt;
     let rot = &x_i.rot + &quat_mul(&spin, &x_i.rot);
