@@ -141,6 +141,10 @@ pub struct Structure {
     pub geom_links: Vec<Option<usize>>,
     /// The contact rows, in MJX's order of geom pairs.
     pub contacts: Vec<ContactRow>,
+    /// Read each contact body's inverse inertia as Brax 0.14 does, from the flattened
+    /// `[L, 3, 3]` array (a scalar per body; see `spring::collisions`). `true` by default, which
+    /// reproduces Brax's trajectories; `false` uses the full matrix.
+    pub brax_contact_inertia: bool,
 }
 
 impl Structure {
@@ -434,6 +438,7 @@ impl Model {
                 link_names: sys.links.names.clone(),
                 geom_links: sys.geoms.link.clone(),
                 contacts,
+                brax_contact_inertia: true,
             },
         })
     }

@@ -3,6 +3,15 @@
 //! solver — a normal impulse with restitution and a Baumgarte term `erp/dt · dist`, a friction
 //! impulse capped at `μ ×` the normal one — applied only where the row penetrates, approaches and
 //! pushes, and averaged over each link's active rows. As Brax, no smoothing of the contact onset.
+//!
+//! **A Brax quirk kept on purpose.** Brax 0.14 reads each body's inverse inertia in the impulse as
+//! `state.i_inv.take(link_idx)` with no axis, which indexes the *flattened* `[L, 3, 3]` array: body
+//! `l` gets the scalar `i_inv.flat[l]` (for the ant's feet, links 2, 4, 6, 8: entries (0,2),
+//! (1,1), (2,0), (2,2) of the torso's matrix, so two feet have almost no rotational term). Brax's
+//! reference trajectories are made that way, and [`Structure::brax_contact_inertia`] (default
+//! `true`) reproduces it; set it to `false` for the full matrix `I⁻¹ (r × d)`.
+//!
+//! [`Structure::brax_contact_inertia`]: crate::rigid::Structure::brax_contact_inertia
 
 use crate::rigid::kinematics::index_tensor;
 use crate::rigid::model::Model;
@@ -110,16 +119,25 @@ pub(crate) fn resolve(
         let mask = model.constant(&[n_rows, 1], &mask);
         let rel_pos = &c.pos - &x_i.pos.take(&idx, 0);
         let vel = &xd_i.vel.take(&idx, 0) + &cross(&xd_i.ang.take(&idx, 0), &rel_pos);
-        let inv_i = &i_inv.take(&idx, 0) * &mask.expand_dims(-1);
+        let inv_i = if s.brax_contact_inertia {
+            // Element `link` of the flattened `[L, 3, 3]` array, as Brax (see the module docs).
+            &i_inv.reshape(&[-1]).take(&idx, 0).expand_dims(-1) * &mask
+        } else {
+            &i_inv.take(&idx, 0) * &mask.expand_dims(-1)
+        };
         let inv_m = &(1.0 / &mass.take(&idx, 0)) * &mask;
         (rel_pos, &vel * &mask, inv_i, inv_m)
     };
     let (p1, v1, ii1, im1) = body(&|r| rows[r].link1);
     let (p2, v2, ii2, im2) = body(&|r| rows[r].link2);
     // Effective inverse mass along `dir` at the contact point (both bodies).
+    // `I⁻¹ (r × d)`: a scalar (Brax) or a matrix times the lever.
+    let lever = |inv_i: &Tensor, r: &Tensor, dir: &Tensor| {
+        if s.brax_contact_inertia { inv_i * &cross(r, dir) } else { mat_vec(inv_i, &cross(r, dir)) }
+    };
     let angular = |dir: &Tensor| {
-        let t1 = mat_vec(&ii1, &cross(&p1, dir));
-        let t2 = mat_vec(&ii2, &cross(&p2, dir));
+        let t1 = lever(&ii1, &p1, dir);
+        let t2 = lever(&ii2, &p2, dir);
         dot(dir, &(&cross(&t1, &p1) + &cross(&t2, &p2)))
     };
     let inv_mass = &im1 + &im2;
