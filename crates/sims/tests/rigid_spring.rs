@@ -325,3 +325,69 @@ fn ant_free_running_matches_brax_f32() {
 fn ant_free_running_matches_brax_f64() {
     free_running("ant_spring_f64.npz", ant, DType::F64, &[(20, 1e-4), (40, 1e-3)], 1e-3);
 }
+
+/// Stacks states along a new leading (batch) axis.
+fn stack_states(states: &[State]) -> State {
+    let leaves: Vec<Vec<Tensor>> = states.iter().map(|s| s.leaves()).collect();
+    let stacked = (0..leaves[0].len())
+        .map(|k| Tensor::stack(&leaves.iter().map(|l| l[k].clone()).collect::<Vec<_>>(), 0))
+        .collect();
+    states[0].rebuild(stacked)
+}
+
+#[test]
+fn batched_env_step_under_jit_vmap_matches_brax_ant_f32() {
+    let r = reference("ant_spring_f32.npz");
+    let (model, n_frames) = ant(DType::F32, r.env_dt);
+    let times = [5usize, 13, 40, 85];
+    let states = stack_states(&times.iter().map(|&t| r.state(t, DType::F32)).collect::<Vec<_>>());
+    let acts = Tensor::stack(&times.iter().map(|&t| r.action(t + 1, DType::F32)).collect::<Vec<_>>(), 0);
+    let m = model.clone();
+    let batched = jit(vmap(move |(s, a): (State, Tensor)| spring::steps(&m, &s, &a, n_frames), (0, 0), 0));
+    let next = batched.call(&(states, acts)).unwrap();
+    for (b, &t) in times.iter().enumerate() {
+        let one = State {
+            q: next.q.index(b as i64),
+            qd: next.qd.index(b as i64),
+            x: Transform { pos: next.x.pos.index(b as i64), rot: next.x.rot.index(b as i64) },
+            xd: Motion { vel: next.xd.vel.index(b as i64), ang: next.xd.ang.index(b as i64) },
+        };
+        let e = errors(&one, &r, t + 1);
+        println!("batch element {b} (t = {t}): |Δpos| {:.1e} |Δvel| {:.1e}", e[0], e[2]);
+        // The f32 one-step gate of the README.
+        assert!(e[0] <= 5e-6 && e[1] <= 1e-6 && e[2] <= 2e-4 && e[3] <= 1e-4, "t = {t}: {e:?}");
+    }
+}
+
+#[test]
+fn ant_gradient_through_10_env_steps_with_feet_on_the_floor_matches_central_differences_f64() {
+    let r = reference("ant_spring_f64.npz");
+    let (model, n_frames) = ant(DType::F64, r.env_dt);
+    // From env step 12 (the ant lands on its feet), 10 env steps; loss = the torso's final height.
+    let (start, steps) = (12usize, 10usize);
+    let s0 = r.state(start, DType::F64);
+    let acts: Vec<f64> = r.acts[(start + 1) * r.nu..(start + 1 + steps) * r.nu].to_vec();
+    let nu = r.nu;
+    let height = move |acts: Tensor| {
+        let (last, ()) =
+            scan(|s: State, a: Tensor| (spring::steps(&model, &s, &a, n_frames), ()), s0.clone(), acts);
+        last.x.pos.index(0).index(2)
+    };
+    let value = jit(height.clone());
+    let gradient = jit(grad(height));
+    let shape = [steps, nu];
+    let g = gradient.call(&Tensor::from_vec(&shape, acts.clone())).unwrap().to_vec::<f64>();
+    let g_max = g.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    let eps = 1e-6;
+    for k in [0usize, 3, 17, 30, 44, 59, 71, 79] {
+        let at = |delta: f64| {
+            let mut a = acts.clone();
+            a[k] += delta;
+            value.call(&Tensor::from_vec(&shape, a)).unwrap().item::<f64>()
+        };
+        let fd = (at(eps) - at(-eps)) / (2.0 * eps);
+        let rel = (g[k] - fd).abs() / fd.abs().max(1e-3 * g_max);
+        println!("d(torso z)/d(act[{k}]): grad {:.9e}, central difference {fd:.9e}, rel {rel:.1e}", g[k]);
+        assert!(rel < 1e-3, "d(torso z)/d(act[{k}]): grad {} vs central difference {fd}", g[k]);
+    }
+}
