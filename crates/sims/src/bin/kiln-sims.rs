@@ -676,19 +676,19 @@ fn print_scores(disease: Disease, windows: &[WindowFit], mean: &MeanScores) {
         Disease::Flu => "weeks",
     };
     println!(
-        "forecast scores ({}):\n{:<12} {:>6} {:>9} {:>11} {:>9} {:>11}",
+        "forecast scores ({}):\n{:<12} {:>6} {:>9} {:>11} {:>15} {:>17}",
         target_name(disease),
         "trained to",
         unit,
         "model ND",
         "model RMSE",
-        "pers. ND",
-        "pers. RMSE"
+        "persistence ND",
+        "persistence RMSE"
     );
     for w in windows {
         let s = w.scores;
         println!(
-            "{:<12} {:>6} {:>9} {:>11} {:>9} {:>11}",
+            "{:<12} {:>6} {:>9} {:>11} {:>15} {:>17}",
             w.train_end,
             s.days_scored,
             f(s.model.nd),
@@ -698,7 +698,7 @@ fn print_scores(disease: Disease, windows: &[WindowFit], mean: &MeanScores) {
         );
     }
     println!(
-        "{:<12} {:>6} {:>9} {:>11} {:>9} {:>11}",
+        "{:<12} {:>6} {:>9} {:>11} {:>15} {:>17}",
         format!("mean of {}", mean.weeks),
         "",
         f(mean.model.nd),
