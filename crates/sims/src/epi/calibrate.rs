@@ -1,5 +1,5 @@
-//! Calibration of the COVID model to observed series by gradient descent through the simulator
-//! (GradABM's "learnable-params" mode, `anchor-gradabm.md` §1.5–1.7 and §4.3).
+//! Calibration of the epidemic models to observed series by gradient descent through the simulator
+//! (GradABM's "learnable-params" mode, `anchor-gradabm.md` §1.5–1.7 and §4.3): COVID here, flu in [`flu`].
 //!
 //! The free parameters are unbounded raw values ([`RawParams`]); the model sees
 //! `min + (max − min) · sigmoid(raw)` within [`CovidBounds`] (the published bounds by default), so

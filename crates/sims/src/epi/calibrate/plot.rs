@@ -104,7 +104,12 @@ fn draw(path: &Path, data: &PlotData<'_>) -> Result<(), Box<dyn std::error::Erro
         let x = (train as f64) - 0.5;
         chart.draw_series(LineSeries::new([(x, 0.0), (x, top)], RGBColor(200, 200, 200)))?;
     }
-    chart.configure_series_labels().border_style(BLACK).background_style(WHITE.mix(0.8)).draw()?;
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
+        .border_style(BLACK)
+        .background_style(WHITE.mix(0.8))
+        .draw()?;
     root.present()?;
     Ok(())
 }
