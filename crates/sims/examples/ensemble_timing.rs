@@ -59,6 +59,7 @@ fn report(
     label: &str,
     k: usize,
     args: &(CovidModel, CovidParams, Tensor),
+    what: &str,
     f: impl Fn(&(CovidModel, CovidParams, Tensor)) -> kiln::Result<(f32, String)>,
 ) -> kiln::Result<()> {
     let t = Instant::now();
@@ -69,7 +70,7 @@ fn report(
     let cpu = cpu.map_or(String::new(), |c| format!(", CPU {:.3} ms/seed-day", per(c)));
     println!(
         "{label:<22} K={k:<3} {:>7.3} ms/seed-day{cpu}  ({run:.3} s per call, first call {first:.2} s); \
-         mean infections {total:.0}\n    {cost}",
+         {what} {total:.1}\n    {cost}",
         per(run),
     );
     Ok(())
@@ -92,13 +93,13 @@ fn timed(
         let f = jit(move |(m, p, k): Args| {
             value_and_grad(|(p,): (CovidParams,)| program(&m, &p, &k).deaths.square().mean_all())((p,))
         });
-        report(&format!("value_and_grad {label}"), k, args, |a| {
+        report(&format!("value_and_grad {label}"), k, args, "loss", |a| {
             let (loss, _) = f.call(a)?;
             Ok((loss.item::<f32>(), cost(f.compiled(a)?)))
         })
     } else {
         let f = jit(move |(m, p, k): Args| program(&m, &p, &k));
-        report(label, k, args, |a| Ok((f.call(a)?.infections.sum(All).item::<f32>(), cost(f.compiled(a)?))))
+        report(label, k, args, "mean infections", |a| Ok((f.call(a)?.infections.sum(All).item::<f32>(), cost(f.compiled(a)?))))
     }
 }
 
