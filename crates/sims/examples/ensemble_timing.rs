@@ -99,7 +99,9 @@ fn timed(
         })
     } else {
         let f = jit(move |(m, p, k): Args| program(&m, &p, &k));
-        report(label, k, args, "mean infections", |a| Ok((f.call(a)?.infections.sum(All).item::<f32>(), cost(f.compiled(a)?))))
+        report(label, k, args, "mean infections", |a| {
+            Ok((f.call(a)?.infections.sum(All).item::<f32>(), cost(f.compiled(a)?)))
+        })
     }
 }
 

@@ -34,7 +34,10 @@ fn segment_sum_of_lead_batched_data_stays_lead_batched_with_hand_sums() {
     });
     let (b, out_batched) = batch_function(&f, &[true, false], 2, &[]);
     assert_eq!(out_batched, vec![true]);
-    assert_eq!(b.outputs.iter().map(|&v| b.var_type(v).clone()).collect::<Vec<_>>(), vec![ty(DType::F32, &[2, 3])]);
+    assert_eq!(
+        b.outputs.iter().map(|&v| b.var_type(v).clone()).collect::<Vec<_>>(),
+        vec![ty(DType::F32, &[2, 3])]
+    );
     assert!(!prims(&b).contains(&"transpose"), "batched IR moves the batch: {:?}", prims(&b));
     // The ids stay 1-D (no per-lane copy of the indices).
     let scatter = b.eqns.iter().find(|e| matches!(e.prim, Prim::Scatter { .. })).expect("one scatter_add");
@@ -107,8 +110,12 @@ fn a_batched_gather_segment_sum_chain_has_no_transpose_and_matches_the_loop() {
     let u: Vec<f32> = (0..k * n).map(|i| 0.1 + 0.07 * i as f32).collect();
     let src = Array::from_vec(&[e], vec![1i32, 2, 0, 3, 3, 1]);
     let dst = Array::from_vec(&[e], vec![0i32, 0, 1, 2, 3, 3]);
-    let args =
-        [Array::from_vec(&[k, n], factor.clone()), src.clone(), dst.clone(), Array::from_vec(&[k, n], u.clone())];
+    let args = [
+        Array::from_vec(&[k, n], factor.clone()),
+        src.clone(),
+        dst.clone(),
+        Array::from_vec(&[k, n], u.clone()),
+    ];
     let got = f32s(&eval(&b, &args).expect("runs")[0]);
     for lane in 0..k {
         let want = f32s(
