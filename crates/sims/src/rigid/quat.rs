@@ -69,6 +69,19 @@ pub fn quat_mul(u: &Tensor, v: &Tensor) -> Tensor {
     ])
 }
 
+/// `(0, u) ⊗ v` without forming the pure quaternion (Brax `math.vec_quat_mul`):
+/// `u: [..., 3]`, `v: [..., 4]` → `[..., 4]`.
+pub fn vec_quat_mul(u: &Tensor, v: &Tensor) -> Tensor {
+    let [u0, u1, u2] = [0, 1, 2].map(|k| comp(u, k));
+    let [v0, v1, v2, v3] = [0, 1, 2, 3].map(|k| comp(v, k));
+    join(&[
+        &(&(&(-&u0) * &v1) - &(&u1 * &v2)) - &(&u2 * &v3),
+        &(&(&u0 * &v0) + &(&u1 * &v3)) - &(&u2 * &v2),
+        &(&(&(-&u0) * &v3) + &(&u1 * &v0)) + &(&u2 * &v1),
+        &(&(&u0 * &v2) - &(&u1 * &v1)) + &(&u2 * &v0),
+    ])
+}
+
 /// The rotation by `angle` about the unit `axis` (Brax `math.quat_rot_axis`):
 /// `axis: [..., 3]`, `angle: [...]` → `[..., 4]`.
 pub fn quat_rot_axis(axis: &Tensor, angle: &Tensor) -> Tensor {
