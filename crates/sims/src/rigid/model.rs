@@ -35,9 +35,9 @@ pub enum ModelError {
         /// `body` or `geom`.
         per: &'static str,
     },
-    /// A pair of colliding geoms whose contact kiln's spring pipeline does not compute yet.
+    /// A pair of colliding geoms whose contact kiln's pipelines do not compute yet.
     #[error(
-        "geoms `{geom1}` ({type1:?}) and `{geom2}` ({type2:?}) collide, but kiln's spring contacts support only plane–sphere and plane–capsule"
+        "geoms `{geom1}` ({type1:?}) and `{geom2}` ({type2:?}) collide, but kiln's rigid contacts (spring and positional) support only plane–sphere and plane–capsule"
     )]
     UnsupportedContact {
         /// First geom's name (or index).
@@ -155,7 +155,7 @@ impl Structure {
 }
 
 /// A [`System`] as tensors (dtype [`Structure::dtype`]); `L` links, `nv` DoFs, `nu` actuators.
-/// Masses and inertias are the loader's (MuJoCo's); the spring pipeline rescales them with
+/// Masses and inertias are the loader's (MuJoCo's); the spring and positional pipelines rescale them with
 /// `spring_mass_scale`/`spring_inertia_scale` as Brax does.
 #[derive(Tree, Clone, Debug)]
 pub struct Model {

@@ -158,6 +158,15 @@ mod tests {
     }
 
     #[test]
+    fn vector_times_quaternion_is_the_pure_quaternion_product() {
+        // i ⊗ k = −j.
+        close(&vec_quat_mul(&v(&[1.0, 0.0, 0.0]), &v(&[0.0, 0.0, 0.0, 1.0])), &[0.0, 0.0, -1.0, 0.0]);
+        // (0, 1, 2, 3) ⊗ (4, 5, 6, 7) by hand: w = −(5 + 12 + 21), x = 4 + 14 − 18,
+        // y = −7 + 8 + 15, z = 6 − 10 + 12.
+        close(&vec_quat_mul(&v(&[1.0, 2.0, 3.0]), &v(&[4.0, 5.0, 6.0, 7.0])), &[-38.0, 0.0, 16.0, 8.0]);
+    }
+
+    #[test]
     fn cross_dot_norm_and_signed_angle() {
         close(&cross(&v(&[1.0, 0.0, 0.0]), &v(&[0.0, 1.0, 0.0])), &[0.0, 0.0, 1.0]);
         close(&dot(&v(&[1.0, 2.0, 3.0]), &v(&[4.0, 5.0, 6.0])), &[32.0]);
