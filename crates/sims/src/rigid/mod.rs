@@ -26,6 +26,7 @@ pub mod kinematics;
 mod math;
 mod mjcf;
 mod model;
+pub mod positional;
 pub mod quat;
 pub mod spring;
 mod state;

@@ -35,9 +35,9 @@ pub enum ModelError {
         /// `body` or `geom`.
         per: &'static str,
     },
-    /// A pair of colliding geoms whose contact kiln's spring pipeline does not compute yet.
+    /// A pair of colliding geoms whose contact kiln's pipelines do not compute yet.
     #[error(
-        "geoms `{geom1}` ({type1:?}) and `{geom2}` ({type2:?}) collide, but kiln's spring contacts support only plane–sphere and plane–capsule"
+        "geoms `{geom1}` ({type1:?}) and `{geom2}` ({type2:?}) collide, but kiln's rigid contacts (spring and positional) support only plane–sphere and plane–capsule"
     )]
     UnsupportedContact {
         /// First geom's name (or index).
@@ -155,7 +155,7 @@ impl Structure {
 }
 
 /// A [`System`] as tensors (dtype [`Structure::dtype`]); `L` links, `nv` DoFs, `nu` actuators.
-/// Masses and inertias are the loader's (MuJoCo's); the spring pipeline rescales them with
+/// Masses and inertias are the loader's (MuJoCo's); the spring and positional pipelines rescale them with
 /// `spring_mass_scale`/`spring_inertia_scale` as Brax does.
 #[derive(Tree, Clone, Debug)]
 pub struct Model {
@@ -208,6 +208,13 @@ pub struct Model {
     pub ang_damping: Tensor,
     /// `[]` Brax `baumgarte_erp` (default 0.1): contact position correction per step.
     pub baumgarte_erp: Tensor,
+    /// `[]` Brax `joint_scale_pos` (default 0.5): share of a joint's position error the positional
+    /// pipeline corrects per step.
+    pub joint_scale_pos: Tensor,
+    /// `[]` Brax `joint_scale_ang` (default 0.2): the same for a joint's orientation error.
+    pub joint_scale_ang: Tensor,
+    /// `[]` Brax `collide_scale` (default 1): scales the positional pipeline's contact corrections.
+    pub collide_scale: Tensor,
     /// `[G, 3]` geom position in its link (or world) frame (m).
     pub geom_pos: Tensor,
     /// `[G, 4]` geom orientation in its link (or world) frame.
@@ -421,6 +428,9 @@ impl Model {
             vel_damping: c(&[], &[scalar("vel_damping", 0.0)]),
             ang_damping: c(&[], &[scalar("ang_damping", 0.0)]),
             baumgarte_erp: c(&[], &[scalar("baumgarte_erp", 0.1)]),
+            joint_scale_pos: c(&[], &[scalar("joint_scale_pos", 0.5)]),
+            joint_scale_ang: c(&[], &[scalar("joint_scale_ang", 0.2)]),
+            collide_scale: c(&[], &[scalar("collide_scale", 1.0)]),
             geom_pos: c(&[ng, 3], &flat3(&sys.geoms.pos)),
             geom_rot: c(&[ng, 4], &flat4(&sys.geoms.quat)),
             geom_size: c(&[ng, 3], &flat3(&sys.geoms.size)),

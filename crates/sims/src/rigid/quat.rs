@@ -69,6 +69,19 @@ pub fn quat_mul(u: &Tensor, v: &Tensor) -> Tensor {
     ])
 }
 
+/// `(0, u) ⊗ v` without forming the pure quaternion (Brax `math.vec_quat_mul`):
+/// `u: [..., 3]`, `v: [..., 4]` → `[..., 4]`.
+pub fn vec_quat_mul(u: &Tensor, v: &Tensor) -> Tensor {
+    let [u0, u1, u2] = [0, 1, 2].map(|k| comp(u, k));
+    let [v0, v1, v2, v3] = [0, 1, 2, 3].map(|k| comp(v, k));
+    join(&[
+        &(&(&(-&u0) * &v1) - &(&u1 * &v2)) - &(&u2 * &v3),
+        &(&(&u0 * &v0) + &(&u1 * &v3)) - &(&u2 * &v2),
+        &(&(&(-&u0) * &v3) + &(&u1 * &v0)) + &(&u2 * &v1),
+        &(&(&u0 * &v2) - &(&u1 * &v1)) + &(&u2 * &v0),
+    ])
+}
+
 /// The rotation by `angle` about the unit `axis` (Brax `math.quat_rot_axis`):
 /// `axis: [..., 3]`, `angle: [...]` → `[..., 4]`.
 pub fn quat_rot_axis(axis: &Tensor, angle: &Tensor) -> Tensor {
@@ -142,6 +155,15 @@ mod tests {
             &quat_rot_axis(&v(&[0.0, 0.0, 1.0]), &Tensor::scalar(std::f64::consts::FRAC_PI_2)),
             &[h, 0.0, 0.0, h],
         );
+    }
+
+    #[test]
+    fn vector_times_quaternion_is_the_pure_quaternion_product() {
+        // i ⊗ k = −j.
+        close(&vec_quat_mul(&v(&[1.0, 0.0, 0.0]), &v(&[0.0, 0.0, 0.0, 1.0])), &[0.0, 0.0, -1.0, 0.0]);
+        // (0, 1, 2, 3) ⊗ (4, 5, 6, 7) by hand: w = −(5 + 12 + 21), x = 4 + 14 − 18,
+        // y = −7 + 8 + 15, z = 6 − 10 + 12.
+        close(&vec_quat_mul(&v(&[1.0, 2.0, 3.0]), &v(&[4.0, 5.0, 6.0, 7.0])), &[-38.0, 0.0, 16.0, 8.0]);
     }
 
     #[test]

@@ -42,15 +42,15 @@ fn body_poses(model: &Model, x: &Transform, links: &[Option<usize>]) -> Transfor
 /// The contact rows at link frames `x` (MJX `collision` as Brax `contact.get` calls it): signed
 /// distance `[R]` (negative: penetrating), point `[R, 3]` and normal `[R, 3]` (the plane's z axis,
 /// pointing from the plane to the other geom), friction and elasticity `[R]`.
-struct Contacts {
-    dist: Tensor,
-    pos: Tensor,
-    normal: Tensor,
-    friction: Tensor,
-    elasticity: Tensor,
+pub(crate) struct Contacts {
+    pub(crate) dist: Tensor,
+    pub(crate) pos: Tensor,
+    pub(crate) normal: Tensor,
+    pub(crate) friction: Tensor,
+    pub(crate) elasticity: Tensor,
 }
 
-fn contacts(model: &Model, x: &Transform) -> Contacts {
+pub(crate) fn contacts(model: &Model, x: &Transform) -> Contacts {
     let rows = &model.structure.contacts;
     let geom_links = &model.structure.geom_links;
     let planes: Vec<usize> = rows.iter().map(|r| r.plane).collect();
