@@ -92,8 +92,45 @@ fn non_positive_agents() {
 }
 
 #[test]
-fn flu_is_not_available_yet() {
-    fails_cleanly("flu", &["--disease", "flu"], &["flu", "not available yet"]);
+fn flu_bad_input_names_the_value() {
+    fails_cleanly(
+        "flu-region",
+        &["--disease", "flu", "--region", "ZZ"],
+        &["region \"ZZ\" is not in the file", "MA"],
+    );
+    fails_cleanly(
+        "flu-window",
+        &["--disease", "flu", "--start", "201750", "--end", "201740"],
+        // Epiweeks 201750 and 201740 start on these Sundays.
+        &["empty date window: --start 2017-12-10 is after --end 2017-10-01"],
+    );
+    fails_cleanly(
+        "flu-week",
+        &["--disease", "flu", "--start", "201753"],
+        &["--start", "\"201753\"", "1..=52"],
+    );
+    fails_cleanly(
+        "flu-horizon",
+        &["--disease", "flu", "--horizon", "10"],
+        &["--horizon 10", "multiple of 7"],
+    );
+    fails_cleanly("covid-region", &["--region", "MA"], &["--region", "flu"]);
+    fails_cleanly(
+        "flu-outside",
+        &["--disease", "flu", "--start", "201501", "--end", "201510"],
+        &["not inside", "region MA"],
+    );
+}
+
+#[test]
+fn too_many_prediction_weeks_for_the_window() {
+    // Three windows ending 7 days apart at 2020-03-28: the first would end on 2020-03-14.
+    fails_cleanly(
+        "weeks",
+        &["--start", "2020-03-15", "--end", "2020-03-28", "--prediction-weeks", "3"],
+        &["--prediction-weeks", "2020-03-14", "before its start 2020-03-15"],
+    );
+    fails_cleanly("warm0", &["--warm-epochs", "0"], &["--warm-epochs 0", "positive"]);
 }
 
 #[test]
@@ -131,6 +168,8 @@ fn short_run_on_bundled_data_writes_the_three_files() {
         "2020-03-28",
         "--seed",
         "4",
+        "--prediction-weeks",
+        "1",
     ];
     let o = kiln_sims(&args);
     let (stdout, stderr) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
@@ -196,6 +235,8 @@ fn short_run_on_a_user_series() {
         "2",
         "--horizon",
         "7",
+        "--prediction-weeks",
+        "1",
     ];
     let o = kiln_sims(&args);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -219,4 +260,171 @@ fn short_run_on_a_user_series() {
     }
     let last_training = &rows[22][1];
     assert!(rows[23..].iter().all(|r| &r[4] == last_training));
+}
+
+fn read_json(path: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+fn read_rows(path: &Path) -> (Vec<String>, Vec<Vec<String>>) {
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut lines = text.lines().map(|l| l.split(',').map(str::to_string).collect::<Vec<_>>());
+    (lines.next().unwrap(), lines.collect())
+}
+
+fn num(cell: &str) -> f64 {
+    cell.parse().unwrap_or_else(|_| panic!("{cell:?} is not a number"))
+}
+
+#[test]
+fn covid_two_prediction_weeks() {
+    let dir = scratch("weeks2");
+    let out = dir.join("run");
+    let args = [
+        "calibrate",
+        "--out",
+        out.to_str().unwrap(),
+        "--agents",
+        "1000",
+        "--epochs",
+        "2",
+        "--warm-epochs",
+        "1",
+        "--prediction-weeks",
+        "2",
+        "--start",
+        "2020-03-15",
+        "--end",
+        "2020-03-28",
+    ];
+    let o = kiln_sims(&args);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&o.stderr));
+    assert!(stdout.contains("2020-03-21") && stdout.contains("mean of 2"), "{stdout}");
+    let json = read_json(&out.join("params.json"));
+    let weeks = json["prediction_weeks"].as_array().unwrap();
+    assert_eq!(weeks.len(), 2);
+    // Windows from 2020-03-15 ending 7 days apart, the last on --end; the first fit gets --epochs,
+    // the warm-started one --warm-epochs.
+    assert_eq!(
+        (weeks[0]["train_end"].as_str(), weeks[0]["train_steps"].as_u64()),
+        (Some("2020-03-21"), Some(7))
+    );
+    assert_eq!(
+        (weeks[1]["train_end"].as_str(), weeks[1]["train_steps"].as_u64()),
+        (Some("2020-03-28"), Some(14))
+    );
+    assert_eq!((weeks[0]["epochs"].as_u64(), weeks[0]["warm_start"].as_bool()), (Some(2), Some(false)));
+    assert_eq!((weeks[1]["epochs"].as_u64(), weeks[1]["warm_start"].as_bool()), (Some(1), Some(true)));
+    assert_eq!(weeks[0]["weeks"].as_array().unwrap().len(), 1);
+    assert_eq!(json["losses"].as_array().unwrap().len(), 1, "top-level fields are the last week's");
+    assert_eq!(json["train_end"], "2020-03-28");
+
+    let (header, rows) = read_rows(&out.join("series.csv"));
+    assert_eq!(
+        header,
+        ["date", "observed", "fitted", "forecast", "persistence", "forecast_after_2020-03-21"]
+    );
+    assert_eq!(rows.len(), 14 + 28);
+    // The first week's forecast covers 2020-03-22..2020-04-18 (rows 7..35).
+    for (i, row) in rows.iter().enumerate() {
+        assert_eq!(!row[5].is_empty(), (7..35).contains(&i), "row {i}: {row:?}");
+    }
+    // Its persistence baseline is the observed value of 2020-03-21 (row 6), scored on the next 28
+    // observed days: RMSE and ND recomputed here from the observed column.
+    let observed: Vec<f64> = rows.iter().map(|r| num(&r[1])).collect();
+    let (last, ahead) = (observed[6], &observed[7..35]);
+    let rmse = (ahead.iter().map(|y| (y - last).powi(2)).sum::<f64>() / 28.0).sqrt();
+    let nd = ahead.iter().map(|y| (y - last).abs()).sum::<f64>() / ahead.iter().map(|y| y.abs()).sum::<f64>();
+    let p = &weeks[0]["scores"]["persistence"];
+    assert!((p["rmse"].as_f64().unwrap() - rmse).abs() < 1e-5, "{p} vs {rmse}");
+    assert!((p["nd"].as_f64().unwrap() - nd).abs() < 1e-5, "{p} vs {nd}");
+    assert_eq!(weeks[0]["scores"]["days_scored"], 28);
+    // The mean over the two weeks.
+    for who in ["model", "persistence"] {
+        for what in ["nd", "rmse"] {
+            let v = |w: &serde_json::Value| w["scores"][who][what].as_f64().unwrap();
+            let mean = json["mean_scores"][who][what].as_f64().unwrap();
+            assert!((mean - (v(&weeks[0]) + v(&weeks[1])) / 2.0).abs() < 1e-12, "{who} {what}");
+        }
+    }
+    assert_eq!(json["mean_scores"]["weeks"], 2);
+}
+
+#[test]
+fn flu_short_run_writes_weekly_files() {
+    let dir = scratch("flu");
+    let out = dir.join("run");
+    let args = [
+        "calibrate",
+        "--disease",
+        "flu",
+        "--out",
+        out.to_str().unwrap(),
+        "--agents",
+        "1500",
+        "--epochs",
+        "2",
+        "--warm-epochs",
+        "1",
+        "--prediction-weeks",
+        "2",
+        "--start",
+        "201740",
+        "--end",
+        "2017-10-25", // a Wednesday of epiweek 201743
+    ];
+    let o = kiln_sims(&args);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&o.stderr));
+    assert!(stdout.contains("MA weekly ILI") && stdout.contains("201742"), "{stdout}");
+    assert_eq!(listing(&out), vec!["params.json", "plot.png", "series.csv"]);
+    let json = read_json(&out.join("params.json"));
+    assert_eq!((json["disease"].as_str(), json["region"].as_str()), (Some("flu"), Some("MA")));
+    assert_eq!((json["train_start"].as_str(), json["train_end"].as_str()), (Some("201740"), Some("201743")));
+    let weeks = json["weeks"].as_array().unwrap();
+    assert_eq!(weeks.len(), 4, "201740..201743");
+    assert_eq!(weeks[3]["start"], "2017-10-22");
+    for w in weeks {
+        let r0 = w["r0"].as_f64().unwrap();
+        assert!((1.05..=2.6).contains(&r0) && w.get("mortality").is_none(), "{w}");
+    }
+    assert_eq!(json["initial_pct"], 1.0, "held at the published expert value");
+    assert_eq!(json["scale"], 1.0, "ILI is a percentage: no scaling");
+    let pw = json["prediction_weeks"].as_array().unwrap();
+    assert_eq!((pw[0]["train_end"].as_str(), pw[0]["train_steps"].as_u64()), (Some("201742"), Some(3)));
+    assert_eq!((pw[1]["train_end"].as_str(), pw[1]["train_steps"].as_u64()), (Some("201743"), Some(4)));
+    assert_eq!(json["scores"]["days_scored"], 4, "4 forecast weeks");
+
+    let (header, rows) = read_rows(&out.join("series.csv"));
+    assert_eq!(
+        header,
+        ["epiweek", "week_start", "observed", "fitted", "forecast", "persistence", "forecast_after_201742"]
+    );
+    assert_eq!(rows.len(), 4 + 4, "4 training weeks, 4 forecast weeks");
+    let weeks_col: Vec<&str> = rows.iter().map(|r| r[0].as_str()).collect();
+    assert_eq!(weeks_col, ["201740", "201741", "201742", "201743", "201744", "201745", "201746", "201747"]);
+    assert_eq!(rows[0][1], "2017-10-01");
+    // MA's ILI in the bundled file: 201740 0.68067, 201743 0.9611, 201747 1.66174.
+    assert_eq!(
+        (rows[0][2].as_str(), rows[3][2].as_str(), rows[7][2].as_str()),
+        ("0.680670", "0.961100", "1.661740")
+    );
+    for (i, row) in rows.iter().enumerate() {
+        assert_eq!(!row[3].is_empty(), i < 4, "fitted, row {i}");
+        assert_eq!(!row[4].is_empty(), i >= 4, "forecast, row {i}");
+        assert_eq!(row[5].is_empty(), i < 4, "persistence, row {i}");
+        assert_eq!(!row[6].is_empty(), (3..7).contains(&i), "first week's forecast, row {i}");
+        if i >= 4 {
+            assert_eq!(row[5], "0.961100", "persistence repeats 201743");
+        }
+        // Simulated ILI is a percentage of the agents.
+        for cell in &row[3..] {
+            if !cell.is_empty() {
+                assert!((0.0..=100.0).contains(&num(cell)), "row {i}: {row:?}");
+            }
+        }
+    }
+    let png = std::fs::read(out.join("plot.png")).unwrap();
+    assert!(png.starts_with(b"\x89PNG\r\n\x1a\n") && png.len() > 10_000, "{} bytes", png.len());
 }

@@ -1,19 +1,26 @@
 //! `kiln-sims`: kiln's simulations on the command line.
 //!
-//! `kiln-sims calibrate` fits the GradABM COVID model's per-week R0 and mortality and its initial
-//! infections to a county's 7-day-smoothed daily deaths by gradient descent through the jit-compiled
-//! simulator, forecasts the following days, scores the forecast against the observed days and a
-//! persistence baseline, and writes `params.json`, `series.csv` and `plot.png` into `--out`
-//! (all or nothing: they are written to a temporary folder beside it and moved in at the end).
+//! `kiln-sims calibrate` fits a GradABM epidemic model by gradient descent through the
+//! jit-compiled simulator — COVID (SEIRM: per-week R0 and mortality, initial infections) to a
+//! county's 7-day-smoothed daily deaths, or flu (SIRS: per-week R0) to a state's weekly ILI —
+//! for several prediction weeks (training windows ending 7 days apart, each warm-started from the
+//! previous one), forecasts the following 28 days after each, scores every forecast against the
+//! observed values and a persistence baseline, and writes `params.json`, `series.csv` and
+//! `plot.png` into `--out` (all or nothing: they are written to a temporary folder beside it and
+//! moved in at the end).
 
 use clap::{Parser, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use kiln_sims::epi::calibrate::{
-    self, DailySeries, Date, FitConfig, ForecastScores, Objective, Targets, persistence,
+    self, DailySeries, Date, FitConfig, ForecastScores, MeanScores, Objective, RawParams, Targets,
+    WeeklySeries,
+    flu::{FluFitConfig, FluRaw, fit_flu, flu_with_days, simulate_flu_weekly},
+    mean_scores, persistence,
     plot::{PlotData, write_png},
+    prediction_ends,
 };
 use kiln_sims::epi::data::{self, DataError};
-use kiln_sims::epi::{CovidModel, Population, UpdateForm};
+use kiln_sims::epi::{CovidModel, FluModel, Population, UpdateForm};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -24,6 +31,8 @@ const FRANKLIN: u32 = 25011;
 /// Agents of the generated population (the county's age mix and fitted contact counts,
 /// `Population::county_scaled`) used for a county without a bundled network.
 const DEFAULT_SYNTHETIC_AGENTS: usize = 100_000;
+/// The default flu region (the state whose ILI is fitted).
+const DEFAULT_REGION: &str = "MA";
 
 #[derive(Parser)]
 #[command(name = "kiln-sims", version, about = "kiln's simulations: GradABM-style epidemics")]
@@ -34,8 +43,13 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Calibrate the epidemic model to daily deaths and forecast (defaults: bundled Franklin County,
-    /// MA data, 2020-03-15..2020-04-25, 28-day forecast).
+    /// Calibrate an epidemic model and forecast, for several prediction weeks.
+    ///
+    /// COVID (default): Franklin County, MA daily deaths (7-day mean), training from 2020-03-15 to
+    /// 2020-04-11, -18 and -25, 28-day forecasts. Flu: MA weekly ILI, training from epiweek 201740
+    /// to 201748, 201749 and 201750, 4-week forecasts, simulated on the county's population (ILI is
+    /// a percentage, so any population can carry it; the published model does the same).
+    #[command(verbatim_doc_comment)]
     Calibrate(CalibrateArgs),
 }
 
@@ -44,16 +58,21 @@ enum Command {
 enum Disease {
     /// COVID-19 (SEIRM), fitted to daily deaths.
     Covid,
-    /// Influenza (SIRS), fitted to weekly ILI (not available yet).
+    /// Influenza (SIRS), fitted to a state's weekly ILI.
     Flu,
 }
 
 #[derive(clap::Args)]
 struct CalibrateArgs {
-    /// County FIPS code: its deaths in the bundled MA file (unless --data) and its population size.
+    /// County FIPS code (MA): the simulated population (its size and age mix) and, for COVID, its
+    /// deaths in the bundled file (unless --data).
     #[arg(long, default_value_t = FRANKLIN)]
     county: u32,
-    /// Your own daily series: a CSV with `date,deaths` columns (YYYY-MM-DD, one row per day).
+    /// Flu only: the state (or DC) whose weekly ILI is fitted [default: MA].
+    #[arg(long, value_name = "STATE")]
+    region: Option<String>,
+    /// Your own series. COVID: a CSV with `date,deaths` columns (YYYY-MM-DD, one row per day).
+    /// Flu: a CSV with `region,epiweek,ili` columns (the bundled file's format, consecutive weeks).
     #[arg(long, value_name = "FILE")]
     data: Option<PathBuf>,
     /// Disease model.
@@ -63,23 +82,33 @@ struct CalibrateArgs {
     /// [default: the real 25011 population, or 100000 for other counties].
     #[arg(long, value_name = "N", allow_hyphen_values = true)]
     agents: Option<i64>,
-    /// Optimizer steps.
+    /// Optimizer steps of the first (earliest) prediction week's fit.
     #[arg(long, default_value_t = 100, allow_hyphen_values = true)]
     epochs: i64,
+    /// Optimizer steps of each later prediction week's fit, warm-started from the previous week's
+    /// parameters.
+    #[arg(long, value_name = "N", default_value_t = 40, allow_hyphen_values = true)]
+    warm_epochs: i64,
+    /// Training windows, all from --start, ending 7 days apart (the last on --end); each is fitted,
+    /// forecast and scored.
+    #[arg(long, value_name = "K", default_value_t = 3)]
+    prediction_weeks: usize,
     /// Seed of the simulation noise (and of a synthetic population).
     #[arg(long, default_value_t = 0)]
     seed: u32,
     /// Output folder (created; a previous kiln-sims output there is replaced).
     #[arg(long, value_name = "DIR", default_value = "calibration")]
     out: PathBuf,
-    /// First training day [default: 2020-03-15 for the bundled data, else the series' first day].
-    #[arg(long, value_name = "YYYY-MM-DD")]
+    /// First training day [COVID default: 2020-03-15 for the bundled data, else the series' first
+    /// day]. Flu: an epiweek YYYYWW or a date in it [default: 201740, else the first week].
+    #[arg(long, value_name = "DATE")]
     start: Option<String>,
-    /// Last training day [default: 2020-04-25 for the bundled data, else the horizon before the
-    /// series' end].
-    #[arg(long, value_name = "YYYY-MM-DD")]
+    /// Last training day of the last prediction week [COVID default: 2020-04-25 for the bundled
+    /// data, else the horizon before the series' end]. Flu: an epiweek or a date in it [default:
+    /// 201750, else the horizon before the last week].
+    #[arg(long, value_name = "DATE")]
     end: Option<String>,
-    /// Days to forecast after the training window.
+    /// Days to forecast after each training window (flu: a multiple of 7; 28 = 4 weeks).
     #[arg(long, default_value_t = 28)]
     horizon: usize,
     /// Noise seeds simulated per step and in the forecast (their mean curve is used).
@@ -108,78 +137,140 @@ fn data_err(e: DataError) -> String {
     e.to_string()
 }
 
+/// The observed target on a regular grid: daily deaths (step 1 day) or weekly ILI (step 7 days,
+/// dates are the weeks' Sundays).
+struct Observed {
+    start: Date,
+    step_days: i64,
+    values: Vec<f64>,
+}
+
+impl Observed {
+    fn end(&self) -> Date {
+        self.start.add_days(self.step_days * (self.values.len() as i64 - 1))
+    }
+
+    /// The index of `date` (a grid point inside the series; checked by the caller).
+    fn index(&self, date: Date) -> usize {
+        (date.days_since(self.start) / self.step_days) as usize
+    }
+
+    fn date(&self, i: usize) -> Date {
+        self.start.add_days(self.step_days * i as i64)
+    }
+}
+
 /// Everything checked and loaded before any simulation runs.
 struct Inputs {
     source: String,
-    observed: DailySeries,
+    /// The flu region (None for COVID).
+    region: Option<String>,
+    observed: Observed,
     train_start: Date,
-    train_end: Date,
+    /// The last training day (COVID) or week (flu) of each prediction week, oldest first.
+    ends: Vec<Date>,
+    /// Forecast steps (days for COVID, weeks for flu).
+    horizon: usize,
     population_size: u64,
     population: Population,
     synthetic: bool,
     epochs: usize,
+    warm_epochs: usize,
+}
+
+fn positive_steps(flag: &str, n: i64) -> Result<usize, String> {
+    usize::try_from(n)
+        .ok()
+        .filter(|&e| e > 0)
+        .ok_or_else(|| format!("{flag} {n}: must be a positive number of steps"))
+}
+
+/// A flu `--start`/`--end`: an epiweek `YYYYWW` or a date, as the first day of its epiweek.
+fn parse_week(flag: &str, text: &str) -> Result<Date, String> {
+    let date = if text.len() == 6 && text.bytes().all(|b| b.is_ascii_digit()) {
+        Date::from_epiweek(text.parse().map_err(|_| format!("{flag}: \"{text}\""))?)
+    } else {
+        Date::parse(text).map_err(|m| format!("{m} nor an epiweek YYYYWW"))
+    };
+    let date = date.map_err(|m| format!("{flag}: {m}"))?;
+    Date::from_epiweek(date.epiweek()).map_err(|m| format!("{flag}: {m}"))
 }
 
 fn check_inputs(args: &CalibrateArgs) -> Result<Inputs, String> {
-    if args.disease == Disease::Flu {
-        return Err("--disease flu: the flu (SIRS) model is not available yet in this build; \
-                    use --disease covid"
-            .into());
-    }
     if let Some(n) = args.agents
         && n <= 0
     {
         return Err(format!("--agents {n}: the number of agents must be positive"));
     }
-    let epochs = usize::try_from(args.epochs)
-        .ok()
-        .filter(|&e| e > 0)
-        .ok_or_else(|| format!("--epochs {}: must be a positive number of steps", args.epochs))?;
-    if args.ensemble == 0 || args.horizon == 0 {
-        return Err("--ensemble and --horizon must be positive".into());
+    let epochs = positive_steps("--epochs", args.epochs)?;
+    let warm_epochs = positive_steps("--warm-epochs", args.warm_epochs)?;
+    if args.ensemble == 0 || args.horizon == 0 || args.prediction_weeks == 0 {
+        return Err("--ensemble, --horizon and --prediction-weeks must be positive".into());
     }
     if !(args.lr > 0.0 && args.lr.is_finite()) {
         return Err(format!("--lr {}: must be positive", args.lr));
+    }
+    let flu = args.disease == Disease::Flu;
+    if !flu && args.region.is_some() {
+        return Err("--region selects the ILI series of --disease flu; COVID uses --county".into());
+    }
+    if flu && args.horizon % 7 != 0 {
+        return Err(format!("--horizon {}: flu forecasts whole weeks, use a multiple of 7", args.horizon));
     }
     check_out(&args.out)?;
 
     let ages_file = data::bundled("gradabm_ma_county_age_groups.csv");
     let county = data::load_county_age_groups(&ages_file, args.county).map_err(data_err)?;
-    let (source, raw) = match &args.data {
-        Some(path) => (path.display().to_string(), DailySeries::load_csv(path).map_err(data_err)?),
-        None => {
-            let file = data::bundled("gradabm_ma_county_covid_daily.csv");
-            let daily = data::load_county_covid_daily(&file, args.county).map_err(data_err)?;
-            (file.display().to_string(), DailySeries::from_county(&daily, &file).map_err(data_err)?)
-        }
-    };
-    let observed = raw.smoothed();
-    let parse = |flag: &str, text: &str| Date::parse(text).map_err(|m| format!("{flag}: {m}"));
     let bundled = args.data.is_none();
+    let (source, region, observed) = if flu {
+        let region = args.region.clone().unwrap_or_else(|| DEFAULT_REGION.into());
+        let file = args.data.clone().unwrap_or_else(|| data::bundled("gradabm_flu_state_weekly_ili.csv"));
+        let weekly = data::load_flu_weekly(&file, &region).map_err(data_err)?;
+        let series = WeeklySeries::from_flu(&weekly, &file).map_err(data_err)?;
+        let observed = Observed { start: series.start, step_days: 7, values: series.values };
+        (file.display().to_string(), Some(region), observed)
+    } else {
+        let (source, raw) = match &args.data {
+            Some(path) => (path.display().to_string(), DailySeries::load_csv(path).map_err(data_err)?),
+            None => {
+                let file = data::bundled("gradabm_ma_county_covid_daily.csv");
+                let daily = data::load_county_covid_daily(&file, args.county).map_err(data_err)?;
+                (file.display().to_string(), DailySeries::from_county(&daily, &file).map_err(data_err)?)
+            }
+        };
+        let smoothed = raw.smoothed();
+        (source, None, Observed { start: smoothed.start, step_days: 1, values: smoothed.values })
+    };
+    let horizon = args.horizon / observed.step_days as usize;
+    let parse = |flag: &str, text: &str| {
+        if flu { parse_week(flag, text) } else { Date::parse(text).map_err(|m| format!("{flag}: {m}")) }
+    };
+    let (default_start, default_end) = if flu { ("201740", "201750") } else { ("2020-03-15", "2020-04-25") };
     let train_start = match &args.start {
         Some(s) => parse("--start", s)?,
-        None if bundled => parse("--start", "2020-03-15")?,
+        None if bundled => parse("--start", default_start)?,
         None => observed.start,
     };
     let train_end = match &args.end {
         Some(s) => parse("--end", s)?,
-        None if bundled => parse("--end", "2020-04-25")?,
-        None => {
-            let fits = observed.values.len() > args.horizon;
-            if fits { observed.end().add_days(-(args.horizon as i64)) } else { observed.end() }
-        }
+        None if bundled => parse("--end", default_end)?,
+        None if observed.values.len() > horizon => observed.date(observed.values.len() - 1 - horizon),
+        None => observed.end(),
     };
     if train_end < train_start {
         return Err(format!("empty date window: --start {train_start} is after --end {train_end}"));
     }
-    if observed.window(train_start, train_end).is_none() {
+    if train_start < observed.start || train_end > observed.end() {
         return Err(format!(
-            "the date window {train_start}..{train_end} is not inside the series of {source} \
+            "the date window {train_start}..{train_end} is not inside the series of {source}{} \
              ({}..{})",
+            region.as_ref().map_or(String::new(), |r| format!(", region {r}")),
             observed.start,
             observed.end()
         ));
     }
+    let ends = prediction_ends(train_start, train_end, args.prediction_weeks)
+        .map_err(|m| format!("--prediction-weeks: {m}"))?;
     let (population, synthetic) = match args.agents {
         None if args.county == FRANKLIN => (Population::franklin_county().map_err(data_err)?, false),
         None => {
@@ -194,13 +285,16 @@ fn check_inputs(args: &CalibrateArgs) -> Result<Inputs, String> {
     };
     Ok(Inputs {
         source,
+        region,
         observed,
         train_start,
-        train_end,
+        ends,
+        horizon,
         population_size: county.num_agents,
         population,
         synthetic,
         epochs,
+        warm_epochs,
     })
 }
 
@@ -281,13 +375,44 @@ impl Drop for Staging {
 struct WeekParams {
     start: String,
     r0: f32,
-    mortality: f32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    mortality: Option<f32>,
+}
+
+/// The fit of one prediction week: its parameters, curves and scores.
+#[derive(Serialize)]
+struct WindowFit {
+    train_end: String,
+    /// Steps of the training window (days for COVID, weeks for flu).
+    train_steps: usize,
+    epochs: usize,
+    warm_start: bool,
+    weeks: Vec<WeekParams>,
+    initial_pct: f32,
+    final_loss: f32,
+    scores: ForecastScores,
+    #[serde(skip)]
+    losses: Vec<f32>,
+    #[serde(skip)]
+    fitted: Vec<f64>,
+    #[serde(skip)]
+    forecast: Vec<f64>,
+    #[serde(skip)]
+    persistence: Vec<f64>,
+}
+
+/// The parameters a prediction week hands to the next one's fit.
+enum Warm {
+    Covid(RawParams),
+    Flu(FluRaw),
 }
 
 #[derive(Serialize)]
 struct ParamsFile<'a> {
     disease: Disease,
     county: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    region: Option<&'a str>,
     data: &'a str,
     target: &'static str,
     population: u64,
@@ -298,154 +423,242 @@ struct ParamsFile<'a> {
     train_end: String,
     horizon_days: usize,
     epochs: usize,
+    warm_epochs: usize,
     lr: f64,
     clip_norm: f64,
     ensemble: usize,
     seed: u32,
-    weeks: Vec<WeekParams>,
+    /// The last prediction week's fit (ending at `train_end`).
+    weeks: &'a [WeekParams],
     initial_pct: f32,
     final_loss: f32,
     losses: &'a [f32],
     scores: ForecastScores,
+    /// Every prediction week, oldest first (the last is the one above).
+    prediction_weeks: &'a [WindowFit],
+    mean_scores: MeanScores,
     wall_seconds: f64,
+}
+
+/// What the run fits, for messages and files.
+fn target_name(disease: Disease) -> &'static str {
+    match disease {
+        Disease::Covid => "daily deaths, 7-day trailing mean",
+        Disease::Flu => "weekly ILI, percent",
+    }
+}
+
+/// Fits the training window `train` (observed values from `inputs.train_start`), warm-started
+/// from `warm`, forecasts `inputs.horizon` steps and scores them against `truth_after`.
+fn fit_window(
+    args: &CalibrateArgs,
+    inputs: &Inputs,
+    train: &[f64],
+    truth_after: &[f64],
+    warm: Option<&Warm>,
+    bar: &ProgressBar,
+) -> Result<(WindowFit, Warm), String> {
+    let steps = train.len();
+    let epochs = if warm.is_some() { inputs.warm_epochs } else { inputs.epochs };
+    let progress = |_, loss: f32| {
+        bar.set_message(format!("{loss:.5}"));
+        bar.inc(1);
+    };
+    let week_start = |w: usize| inputs.train_start.add_days(7 * w as i64).to_string();
+    let (weeks, initial_pct, losses, curve, next) = match args.disease {
+        Disease::Covid => {
+            let model = CovidModel::new(&inputs.population, steps, UpdateForm::KeepGrad);
+            let scale = covid_scale(inputs);
+            let config = FitConfig {
+                epochs,
+                lr: args.lr,
+                ensemble: args.ensemble,
+                seed: args.seed,
+                objective: Objective::DeathsMse,
+                scale,
+                ..FitConfig::default()
+            };
+            let init = match warm {
+                Some(Warm::Covid(raw)) => Some(raw),
+                _ => None,
+            };
+            let fitted = calibrate::fit_from(&model, &Targets::deaths(train), &config, init, progress)
+                .map_err(|e| e.to_string())?;
+            let long = calibrate::with_days(&model, steps + inputs.horizon);
+            let (_, deaths) = calibrate::simulate_mean(&long, &fitted.params, args.ensemble, args.seed)
+                .map_err(|e| e.to_string())?;
+            let weeks = (fitted.params.r0.to_vec::<f32>().into_iter())
+                .zip(fitted.params.mortality.to_vec::<f32>())
+                .enumerate()
+                .map(|(w, (r0, m))| WeekParams { start: week_start(w), r0, mortality: Some(m) })
+                .collect();
+            let curve = deaths.iter().map(|d| d * f64::from(scale)).collect();
+            let initial = fitted.params.initial_pct.item::<f32>();
+            (weeks, initial, fitted.losses, curve, Warm::Covid(fitted.raw))
+        }
+        Disease::Flu => {
+            let model = FluModel::new(&inputs.population, 7 * steps, UpdateForm::KeepGrad);
+            let config = FluFitConfig {
+                epochs,
+                lr: args.lr,
+                ensemble: args.ensemble,
+                seed: args.seed,
+                ..FluFitConfig::default()
+            };
+            let init = match warm {
+                Some(Warm::Flu(raw)) => Some(raw),
+                _ => None,
+            };
+            let fitted = fit_flu(&model, train, &config, init, progress).map_err(|e| e.to_string())?;
+            let long = flu_with_days(&model, 7 * (steps + inputs.horizon));
+            let curve = simulate_flu_weekly(&long, &fitted.params, args.ensemble, args.seed)
+                .map_err(|e| e.to_string())?;
+            let weeks = (fitted.params.r0.to_vec::<f32>().into_iter())
+                .enumerate()
+                .map(|(w, r0)| WeekParams { start: week_start(w), r0, mortality: None })
+                .collect();
+            (weeks, config.initial_pct, fitted.losses, curve, Warm::Flu(fitted.raw))
+        }
+    };
+    let (fitted, forecast) = curve.split_at(steps);
+    let window = WindowFit {
+        train_end: String::new(),
+        train_steps: steps,
+        epochs,
+        warm_start: warm.is_some(),
+        weeks,
+        initial_pct,
+        final_loss: *losses.last().expect("epochs > 0"),
+        scores: ForecastScores::new(train, truth_after, forecast),
+        losses,
+        fitted: fitted.to_vec(),
+        forecast: forecast.to_vec(),
+        persistence: persistence(train, inputs.horizon),
+    };
+    Ok((window, next))
+}
+
+/// COVID's simulated counts are multiplied by population / agents (flu's ILI is a percentage).
+fn covid_scale(inputs: &Inputs) -> f32 {
+    (inputs.population_size as f64 / inputs.population.num_agents() as f64) as f32
+}
+
+/// A date as the CLI shows it: the day (COVID) or the epiweek (flu).
+fn label(disease: Disease, date: Date) -> String {
+    match disease {
+        Disease::Covid => date.to_string(),
+        Disease::Flu => date.epiweek().to_string(),
+    }
 }
 
 fn run_calibrate(args: &CalibrateArgs) -> Result<(), String> {
     let t0 = Instant::now();
     let inputs = check_inputs(args)?;
-    let train = inputs.observed.window(inputs.train_start, inputs.train_end).expect("checked");
-    let days = train.values.len();
-    let after_end = inputs.train_end.add_days(args.horizon as i64).min(inputs.observed.end());
-    let truth_after =
-        inputs.observed.window(inputs.train_end.add_days(1), after_end).map_or_else(Vec::new, |s| s.values);
+    let obs = &inputs.observed;
     let agents = inputs.population.num_agents();
-    let scale = (inputs.population_size as f64 / agents as f64) as f32;
+    let scale = if args.disease == Disease::Covid { covid_scale(&inputs) } else { 1.0 };
+    let k = inputs.ends.len();
+    let last_end = inputs.ends[k - 1];
+    let what = match (&inputs.region, args.disease) {
+        (Some(r), _) => format!("flu, {r} weekly ILI"),
+        (None, _) => format!("covid, county {} deaths", args.county),
+    };
     println!(
-        "kiln-sims calibrate: county {}, {} agents{}, deaths from {}, training {}..{} ({days} days), \
-         forecast {} days, {} epochs",
-        args.county,
+        "kiln-sims calibrate: {what} from {}; {} agents of county {}{}; training {}..{} for {k} \
+         prediction week(s) ending 7 days apart, forecast {} days; {} epochs, then {} per later week",
+        inputs.source,
         agents,
-        if inputs.synthetic {
+        args.county,
+        if inputs.synthetic && args.disease == Disease::Covid {
             format!(" (synthetic, ×{scale:.3} to {})", inputs.population_size)
+        } else if inputs.synthetic {
+            " (synthetic)".to_string()
         } else {
             String::new()
         },
-        inputs.source,
-        inputs.train_start,
-        inputs.train_end,
+        label(args.disease, inputs.train_start),
+        label(args.disease, last_end),
         args.horizon,
-        inputs.epochs
+        inputs.epochs,
+        inputs.warm_epochs,
     );
 
-    let model = CovidModel::new(&inputs.population, days, UpdateForm::KeepGrad);
-    let config = FitConfig {
-        epochs: inputs.epochs,
-        lr: args.lr,
-        ensemble: args.ensemble,
-        seed: args.seed,
-        objective: Objective::DeathsMse,
-        scale,
-        ..FitConfig::default()
-    };
-    let bar = ProgressBar::new(inputs.epochs as u64);
+    let total = inputs.epochs + (k - 1) * inputs.warm_epochs;
+    let bar = ProgressBar::new(total as u64);
     bar.set_style(
         ProgressStyle::with_template(
-            "{spinner} epoch {pos}/{len} [{bar:30}] loss {msg} ({elapsed}, eta {eta})",
+            "{spinner} {prefix} epoch {pos}/{len} [{bar:30}] loss {msg} ({elapsed}, eta {eta})",
         )
         .map_err(|e| e.to_string())?
         .progress_chars("=> "),
     );
-    let fitted = calibrate::fit(&model, &Targets::deaths(&train.values), &config, |_, loss| {
-        bar.set_message(format!("{loss:.5}"));
-        bar.inc(1);
-    })
-    .map_err(|e| e.to_string())?;
+    let first = obs.index(inputs.train_start);
+    let mut windows: Vec<WindowFit> = Vec::with_capacity(k);
+    let mut warm = None;
+    for (w, &end) in inputs.ends.iter().enumerate() {
+        bar.set_prefix(format!("week {}/{k} (to {})", w + 1, label(args.disease, end)));
+        let b = obs.index(end);
+        let train = &obs.values[first..=b];
+        let after = obs.values.len().min(b + 1 + inputs.horizon);
+        let (mut window, next) =
+            fit_window(args, &inputs, train, &obs.values[b + 1..after], warm.as_ref(), &bar)?;
+        window.train_end = label(args.disease, end);
+        windows.push(window);
+        warm = Some(next);
+    }
     bar.finish();
-
-    let long = calibrate::with_days(&model, days + args.horizon);
-    let (_, deaths) = calibrate::simulate_mean(&long, &fitted.params, args.ensemble, args.seed)
-        .map_err(|e| e.to_string())?;
-    let deaths: Vec<f64> = deaths.iter().map(|d| d * f64::from(scale)).collect();
-    let (fit_curve, forecast) = deaths.split_at(days);
-    let scores = ForecastScores::new(&train.values, &truth_after, forecast);
-    let baseline = persistence(&train.values, args.horizon);
+    let mean = mean_scores(&windows.iter().map(|w| w.scores).collect::<Vec<_>>());
+    let last = &windows[k - 1];
 
     let staging = Staging::new(&args.out)?;
-    let weeks: Vec<WeekParams> = fitted
-        .params
-        .r0
-        .to_vec::<f32>()
-        .into_iter()
-        .zip(fitted.params.mortality.to_vec::<f32>())
-        .enumerate()
-        .map(|(w, (r0, mortality))| WeekParams {
-            start: inputs.train_start.add_days(7 * w as i64).to_string(),
-            r0,
-            mortality,
-        })
-        .collect();
     let file = ParamsFile {
         disease: args.disease,
         county: args.county,
+        region: inputs.region.as_deref(),
         data: &inputs.source,
-        target: "daily deaths, 7-day trailing mean",
+        target: target_name(args.disease),
         population: inputs.population_size,
         agents,
         synthetic_population: inputs.synthetic,
         scale,
-        train_start: inputs.train_start.to_string(),
-        train_end: inputs.train_end.to_string(),
+        train_start: label(args.disease, inputs.train_start),
+        train_end: label(args.disease, last_end),
         horizon_days: args.horizon,
         epochs: inputs.epochs,
+        warm_epochs: inputs.warm_epochs,
         lr: args.lr,
-        clip_norm: config.clip_norm,
+        clip_norm: FitConfig::default().clip_norm,
         ensemble: args.ensemble,
         seed: args.seed,
-        weeks,
-        initial_pct: fitted.params.initial_pct.item::<f32>(),
-        final_loss: *fitted.losses.last().expect("epochs > 0"),
-        losses: &fitted.losses,
-        scores,
+        weeks: &last.weeks,
+        initial_pct: last.initial_pct,
+        final_loss: last.final_loss,
+        losses: &last.losses,
+        scores: last.scores,
+        prediction_weeks: &windows,
+        mean_scores: mean,
         wall_seconds: t0.elapsed().as_secs_f64(),
     };
     let json = serde_json::to_string_pretty(&file).map_err(|e| e.to_string())?;
     let params_path = staging.path("params.json");
     std::fs::write(&params_path, json + "\n").map_err(|e| format!("{}: {e}", params_path.display()))?;
-    write_series(&staging.path("series.csv"), &inputs, &train, fit_curve, forecast, &baseline, &truth_after)?;
-    let observed: Vec<f64> = train.values.iter().chain(&truth_after).copied().collect();
-    let title = format!(
-        "County {}: deaths per day, fitted {}..{}, {}-day forecast",
-        args.county, inputs.train_start, inputs.train_end, args.horizon
-    );
-    write_png(
-        &staging.path("plot.png"),
-        &PlotData {
-            title: &title,
-            start: inputs.train_start,
-            observed: &observed,
-            fitted: fit_curve,
-            forecast,
-            persistence: &baseline,
-        },
-    )?;
+    write_series(&staging.path("series.csv"), args.disease, &inputs, &windows)?;
+    write_plot(&staging.path("plot.png"), args, &inputs, &windows)?;
     staging.commit(&args.out)?;
 
-    let show = |s: calibrate::Score| {
-        let f = |v: Option<f64>| v.map_or("n/a".into(), |v| format!("{v:.3}"));
-        format!("ND {}, RMSE {}", f(s.nd), f(s.rmse))
-    };
+    print_scores(args.disease, &windows, &mean);
     println!(
-        "fitted: R0 by week {:?}, mortality by week {:?}, initial {:.3} %; final loss {:.5}",
-        fitted.params.r0.to_vec::<f32>(),
-        fitted.params.mortality.to_vec::<f32>(),
-        fitted.params.initial_pct.item::<f32>(),
-        file.final_loss
-    );
-    println!(
-        "forecast over {} observed days: model {}; persistence {}",
-        scores.days_scored,
-        show(scores.model),
-        show(scores.persistence)
+        "last week: R0 by week {:?}{}, initial {:.3} %; final loss {:.5}",
+        last.weeks.iter().map(|w| w.r0).collect::<Vec<_>>(),
+        match args.disease {
+            Disease::Covid => format!(
+                ", mortality by week {:?}",
+                last.weeks.iter().filter_map(|w| w.mortality).collect::<Vec<_>>()
+            ),
+            Disease::Flu => String::new(),
+        },
+        last.initial_pct,
+        last.final_loss
     );
     println!(
         "wrote {}/{{params.json, series.csv, plot.png}} in {:.1} s",
@@ -455,33 +668,134 @@ fn run_calibrate(args: &CalibrateArgs) -> Result<(), String> {
     Ok(())
 }
 
-/// `date,observed,fitted,forecast,persistence`: observed (smoothed) where known, fitted over the
-/// training days, forecast and persistence after them; empty cells where a series has no value.
-fn write_series(
-    path: &Path,
-    inputs: &Inputs,
-    train: &DailySeries,
-    fitted: &[f64],
-    forecast: &[f64],
-    baseline: &[f64],
-    truth_after: &[f64],
-) -> Result<(), String> {
+/// The per-week table of forecast scores, model vs persistence, and their mean.
+fn print_scores(disease: Disease, windows: &[WindowFit], mean: &MeanScores) {
+    let f = |v: Option<f64>| v.map_or("n/a".into(), |v| format!("{v:.3}"));
+    let unit = match disease {
+        Disease::Covid => "days",
+        Disease::Flu => "weeks",
+    };
+    println!(
+        "forecast scores ({}):\n{:<12} {:>6} {:>9} {:>11} {:>15} {:>17}",
+        target_name(disease),
+        "trained to",
+        unit,
+        "model ND",
+        "model RMSE",
+        "persistence ND",
+        "persistence RMSE"
+    );
+    for w in windows {
+        let s = w.scores;
+        println!(
+            "{:<12} {:>6} {:>9} {:>11} {:>15} {:>17}",
+            w.train_end,
+            s.days_scored,
+            f(s.model.nd),
+            f(s.model.rmse),
+            f(s.persistence.nd),
+            f(s.persistence.rmse)
+        );
+    }
+    println!(
+        "{:<12} {:>6} {:>9} {:>11} {:>15} {:>17}",
+        format!("mean of {}", mean.weeks),
+        "",
+        f(mean.model.nd),
+        f(mean.model.rmse),
+        f(mean.persistence.nd),
+        f(mean.persistence.rmse)
+    );
+}
+
+/// One row per step from the training start to the last forecast: `date` (COVID; flu: `epiweek`
+/// and `week_start`), `observed` where known, the last prediction week's `fitted`, `forecast`
+/// and `persistence`, then `forecast_after_<end>` for each earlier prediction week; empty cells
+/// where a series has no value.
+fn write_series(path: &Path, disease: Disease, inputs: &Inputs, windows: &[WindowFit]) -> Result<(), String> {
     let err = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
     let mut w = csv::Writer::from_path(path).map_err(|e| err(&e))?;
-    w.write_record(["date", "observed", "fitted", "forecast", "persistence"]).map_err(|e| err(&e))?;
+    let obs = &inputs.observed;
+    let first = obs.index(inputs.train_start);
+    let last = &windows[windows.len() - 1];
+    let earlier = &windows[..windows.len() - 1];
+    let mut header: Vec<String> = match disease {
+        Disease::Covid => vec!["date".into()],
+        Disease::Flu => vec!["epiweek".into(), "week_start".into()],
+    };
+    header.extend(["observed", "fitted", "forecast", "persistence"].map(String::from));
+    header.extend(earlier.iter().map(|e| format!("forecast_after_{}", e.train_end)));
+    w.write_record(&header).map_err(|e| err(&e))?;
     let cell = |v: Option<&f64>| v.map_or(String::new(), |v| format!("{v:.6}"));
-    let days = train.values.len();
-    for i in 0..days + forecast.len() {
-        let observed = if i < days { train.values.get(i) } else { truth_after.get(i - days) };
-        let after = i.checked_sub(days);
-        w.write_record([
-            inputs.train_start.add_days(i as i64).to_string(),
-            cell(observed),
-            cell(fitted.get(i)),
-            cell(after.and_then(|j| forecast.get(j))),
-            cell(after.and_then(|j| baseline.get(j))),
-        ])
-        .map_err(|e| err(&e))?;
+    let steps = last.fitted.len();
+    for i in 0..steps + last.forecast.len() {
+        let date = obs.date(first + i);
+        let mut row = match disease {
+            Disease::Covid => vec![date.to_string()],
+            Disease::Flu => vec![date.epiweek().to_string(), date.to_string()],
+        };
+        let after = i.checked_sub(steps);
+        row.extend([
+            cell(obs.values.get(first + i)),
+            cell(last.fitted.get(i)),
+            cell(after.and_then(|j| last.forecast.get(j))),
+            cell(after.and_then(|j| last.persistence.get(j))),
+        ]);
+        for e in earlier {
+            row.push(cell(i.checked_sub(e.fitted.len()).and_then(|j| e.forecast.get(j))));
+        }
+        w.write_record(&row).map_err(|e| err(&e))?;
     }
     w.flush().map_err(|e| err(&e))
+}
+
+fn write_plot(
+    path: &Path,
+    args: &CalibrateArgs,
+    inputs: &Inputs,
+    windows: &[WindowFit],
+) -> Result<(), String> {
+    let obs = &inputs.observed;
+    let first = obs.index(inputs.train_start);
+    let last = &windows[windows.len() - 1];
+    let shown = obs.values.len().min(first + last.fitted.len() + last.forecast.len());
+    let earlier: Vec<(usize, Vec<f64>)> =
+        windows[..windows.len() - 1].iter().map(|w| (w.fitted.len(), w.forecast.clone())).collect();
+    let (title, y_label) = match (&inputs.region, args.disease) {
+        (Some(region), _) => (
+            format!(
+                "{region} weekly ILI: fitted {}..{}, {}-week forecasts of {} prediction weeks",
+                label(args.disease, inputs.train_start),
+                last.train_end,
+                last.forecast.len(),
+                windows.len()
+            ),
+            "ILI (% of visits; model: % newly infected)",
+        ),
+        (None, _) => (
+            format!(
+                "County {}: deaths per day, fitted {}..{}, {}-day forecasts of {} prediction weeks",
+                args.county,
+                inputs.train_start,
+                last.train_end,
+                last.forecast.len(),
+                windows.len()
+            ),
+            "deaths per day (7-day mean)",
+        ),
+    };
+    write_png(
+        path,
+        &PlotData {
+            title: &title,
+            y_label,
+            start: inputs.train_start,
+            step_days: obs.step_days,
+            observed: &obs.values[first..shown],
+            fitted: &last.fitted,
+            forecast: &last.forecast,
+            persistence: &last.persistence,
+            earlier: &earlier,
+        },
+    )
 }

@@ -1,5 +1,5 @@
-//! Calibration of the COVID model to observed series by gradient descent through the simulator
-//! (GradABM's "learnable-params" mode, `anchor-gradabm.md` §1.5–1.7 and §4.3).
+//! Calibration of the epidemic models to observed series by gradient descent through the simulator
+//! (GradABM's "learnable-params" mode, `anchor-gradabm.md` §1.5–1.7 and §4.3): COVID here, flu in [`flu`].
 //!
 //! The free parameters are unbounded raw values ([`RawParams`]); the model sees
 //! `min + (max − min) · sigmoid(raw)` within [`CovidBounds`] (the published bounds by default), so
@@ -23,13 +23,16 @@
 //! ```
 
 mod dates;
+pub mod flu;
 mod metrics;
 pub mod plot;
 mod series;
+mod weeks;
 
 pub use dates::Date;
 pub use metrics::{ForecastScores, Score, nd, persistence, rmse};
-pub use series::{DailySeries, trailing_mean};
+pub use series::{DailySeries, WeeklySeries, trailing_mean};
+pub use weeks::{MeanScores, mean_scores, prediction_ends};
 
 use super::model::{CovidModel, Daily};
 use super::params::CovidParams;
@@ -78,8 +81,16 @@ pub struct RawParams {
     pub initial_pct: Tensor,
 }
 
+/// A concrete `f32[k]` resized to `f32[n]`: the last value repeated, or the tail dropped.
+pub(crate) fn repeat_last(t: &Tensor, n: usize) -> Tensor {
+    let mut v = t.to_vec::<f32>();
+    let last = v.last().copied().unwrap_or(0.0);
+    v.resize(n, last);
+    Tensor::from_vec(&[n], v)
+}
+
 /// `min + (max − min) · sigmoid(raw)`.
-fn squash(raw: &Tensor, (min, max): (f32, f32)) -> Tensor {
+pub(crate) fn squash(raw: &Tensor, (min, max): (f32, f32)) -> Tensor {
     &(raw.sigmoid() * f64::from(max - min)) + f64::from(min)
 }
 
@@ -91,6 +102,17 @@ impl RawParams {
             r0: Tensor::zeros(DType::F32, &[r0_weeks]),
             mortality: Tensor::zeros(DType::F32, &[mortality_weeks]),
             initial_pct: Tensor::scalar(0.0f32),
+        }
+    }
+
+    /// These (concrete) values with `r0_weeks` values of R0 and `mortality_weeks` of mortality: the
+    /// last value repeated for new weeks, or later weeks dropped (a warm start for a longer or
+    /// shorter training window).
+    pub fn resized(&self, r0_weeks: usize, mortality_weeks: usize) -> RawParams {
+        RawParams {
+            r0: repeat_last(&self.r0, r0_weeks),
+            mortality: repeat_last(&self.mortality, mortality_weeks),
+            initial_pct: self.initial_pct.clone(),
         }
     }
 
@@ -275,7 +297,23 @@ pub fn fit(
     model: &CovidModel,
     targets: &Targets,
     config: &FitConfig,
-    mut on_epoch: impl FnMut(usize, f32),
+    on_epoch: impl FnMut(usize, f32),
+) -> Result<Fitted, CalibrateError> {
+    fit_from(model, targets, config, None, on_epoch)
+}
+
+/// As [`fit`], starting from `init` (resized with [`RawParams::resized`] to this window's weeks)
+/// instead of the middle of the bounds when given: the warm start of a training window one week
+/// longer than the previous one. The Adam moments start from zero either way.
+///
+/// # Errors
+/// As [`fit`].
+pub fn fit_from(
+    model: &CovidModel,
+    targets: &Targets,
+    config: &FitConfig,
+    init: Option<&RawParams>,
+    on_epoch: impl FnMut(usize, f32),
 ) -> Result<Fitted, CalibrateError> {
     check_config(model, targets, config)?;
     let weeks = model.days.div_ceil(7);
@@ -286,27 +324,58 @@ pub fn fit(
             loss(objective, &sim, scale, &obs)
         })((raw,))
     });
-    let mut raw = if config.weekly {
-        RawParams::middle(identifiable_r0_weeks(model.days), weeks)
-    } else {
-        RawParams::middle(1, 1)
+    let (r0_weeks, mortality_weeks) =
+        if config.weekly { (identifiable_r0_weeks(model.days), weeks) } else { (1, 1) };
+    let raw = match init {
+        Some(init) => init.resized(r0_weeks, mortality_weeks),
+        None => RawParams::middle(r0_weeks, mortality_weeks),
     };
-    let mut adam = Adam::new(config.lr);
-    let mut losses = Vec::with_capacity(config.epochs);
-    for epoch in 0..config.epochs {
-        let args = (model.clone(), raw.clone(), ensemble_keys(config, epoch), targets.clone());
-        let (value, (grads,)) = step.call(&args)?;
-        let value = value.item::<f32>();
-        if !value.is_finite() {
-            return Err(CalibrateError::Config(format!("the loss became {value} at epoch {epoch}")));
-        }
-        let (clipped, _norm) = clip_by_global_norm(&grads, config.clip_norm)?;
-        raw = adam.update(&raw, &clipped)?;
-        losses.push(value);
-        on_epoch(epoch, value);
-    }
+    let descent = Descent { epochs: config.epochs, lr: config.lr, clip_norm: config.clip_norm };
+    let (raw, losses) = descent.run(
+        raw,
+        |raw, epoch| {
+            let args = (model.clone(), raw.clone(), ensemble_keys(config, epoch), targets.clone());
+            let (value, (grads,)) = step.call(&args)?;
+            Ok((value, grads))
+        },
+        on_epoch,
+    )?;
     let params = raw.bounded(&config.bounds, weeks);
     Ok(Fitted { raw, params, losses })
+}
+
+/// Adam with gradient clipping by global norm for a fixed number of epochs: the loop shared by the
+/// COVID and flu fits.
+pub(crate) struct Descent {
+    pub epochs: usize,
+    pub lr: f64,
+    pub clip_norm: f64,
+}
+
+impl Descent {
+    /// Runs `epochs` steps from `raw`; `value_and_grad(raw, epoch)` gives the loss (`f32[]`) and its
+    /// gradient. Returns the final parameters and every epoch's loss.
+    pub fn run<P: Tree + Clone>(
+        &self,
+        mut raw: P,
+        mut value_and_grad: impl FnMut(&P, usize) -> Result<(Tensor, P), kiln::Error>,
+        mut on_epoch: impl FnMut(usize, f32),
+    ) -> Result<(P, Vec<f32>), CalibrateError> {
+        let mut adam = Adam::new(self.lr);
+        let mut losses = Vec::with_capacity(self.epochs);
+        for epoch in 0..self.epochs {
+            let (value, grads) = value_and_grad(&raw, epoch)?;
+            let value = value.item::<f32>();
+            if !value.is_finite() {
+                return Err(CalibrateError::Config(format!("the loss became {value} at epoch {epoch}")));
+            }
+            let (clipped, _norm) = clip_by_global_norm(&grads, self.clip_norm)?;
+            raw = adam.update(&raw, &clipped)?;
+            losses.push(value);
+            on_epoch(epoch, value);
+        }
+        Ok((raw, losses))
+    }
 }
 
 fn check_config(model: &CovidModel, targets: &Targets, config: &FitConfig) -> Result<(), CalibrateError> {
@@ -340,16 +409,9 @@ fn check_config(model: &CovidModel, targets: &Targets, config: &FitConfig) -> Re
 /// assumption that the fitted conditions persist).
 pub fn extend_weeks(params: &CovidParams, days: usize) -> CovidParams {
     let weeks = days.div_ceil(7);
-    let extend = |t: &Tensor| {
-        let mut v = t.to_vec::<f32>();
-        let last = v.last().copied().unwrap_or(0.0);
-        v.resize(weeks.max(v.len()), last);
-        v.truncate(weeks);
-        Tensor::from_vec(&[weeks], v)
-    };
     CovidParams {
-        r0: extend(&params.r0),
-        mortality: extend(&params.mortality),
+        r0: repeat_last(&params.r0, weeks),
+        mortality: repeat_last(&params.mortality, weeks),
         initial_pct: params.initial_pct.clone(),
     }
 }

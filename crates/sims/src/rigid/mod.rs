@@ -22,12 +22,20 @@
 
 mod error;
 mod inertia;
+pub mod kinematics;
 mod math;
 mod mjcf;
+mod model;
+pub mod positional;
+pub mod quat;
+pub mod spring;
+mod state;
 mod system;
 
 pub use error::{MjcfError, MjcfErrorKind};
 pub use mjcf::IGNORED_ELEMENTS;
+pub use model::{ContactRow, LinkKind, Model, ModelError, OneDof, Structure};
+pub use state::{Motion, State, Transform};
 pub use system::{Actuators, GeomType, Geoms, JointType, Joints, Links, System};
 
 impl System {

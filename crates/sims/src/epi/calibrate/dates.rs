@@ -1,4 +1,5 @@
-//! Calendar dates as day numbers, enough for daily series: parse and print `YYYY-MM-DD`, add days.
+//! Calendar dates as day numbers, enough for daily and weekly series: parse and print `YYYY-MM-DD`,
+//! add days, and CDC epiweeks (`YYYYWW`, the weekly ILI's time axis).
 
 use std::fmt;
 
@@ -33,6 +34,47 @@ impl Date {
         Ok(Date(days_from_civil(y, m, d)))
     }
 
+    /// The first day (a Sunday) of CDC epiweek `yyyyww` (e.g. `201740`). CDC (MMWR) weeks run Sunday
+    /// to Saturday; week 1 is the first such week with at least four days in the year (the one
+    /// holding January 4), so a year has 52 or 53 weeks.
+    ///
+    /// # Errors
+    /// A message quoting the value when the week is 0 or past the year's last week.
+    ///
+    /// ```
+    /// use kiln_sims::epi::calibrate::Date;
+    /// assert_eq!(Date::from_epiweek(201740).unwrap().to_string(), "2017-10-01");
+    /// assert_eq!(Date::from_epiweek(201801).unwrap().to_string(), "2017-12-31");
+    /// assert!(Date::from_epiweek(201753).is_err()); // 2017 has 52 weeks
+    /// ```
+    pub fn from_epiweek(yyyyww: u32) -> Result<Date, String> {
+        let (year, week) = (i64::from(yyyyww / 100), i64::from(yyyyww % 100));
+        let first = epiweek_one(year);
+        let weeks = epiweek_one(year + 1).days_since(first) / 7;
+        if !(1..=weeks).contains(&week) {
+            return Err(format!("\"{yyyyww}\" is not an epiweek YYYYWW (year {year} has weeks 1..={weeks})"));
+        }
+        Ok(first.add_days(7 * (week - 1)))
+    }
+
+    /// The CDC epiweek `YYYYWW` holding this day.
+    ///
+    /// ```
+    /// use kiln_sims::epi::calibrate::Date;
+    /// assert_eq!(Date::parse("2018-01-06").unwrap().epiweek(), 201801); // a Saturday
+    /// assert_eq!(Date::parse("2015-01-03").unwrap().epiweek(), 201453); // 2014 had 53 weeks
+    /// ```
+    pub fn epiweek(self) -> u32 {
+        let (mut year, _, _) = civil_from_days(self.0);
+        if self < epiweek_one(year) {
+            year -= 1;
+        } else if self >= epiweek_one(year + 1) {
+            year += 1;
+        }
+        let week = self.days_since(epiweek_one(year)) / 7 + 1;
+        (year * 100 + week) as u32
+    }
+
     /// The date `n` days later (earlier for negative `n`).
     pub fn add_days(self, n: i64) -> Date {
         Date(self.0 + n)
@@ -49,6 +91,13 @@ impl fmt::Display for Date {
         let (y, m, d) = civil_from_days(self.0);
         write!(f, "{y:04}-{m:02}-{d:02}")
     }
+}
+
+/// The Sunday starting epiweek 1 of `year`: the Sunday on or before January 4.
+fn epiweek_one(year: i64) -> Date {
+    let jan4 = days_from_civil(year, 1, 4);
+    // 1970-01-01 (day 0) was a Thursday: weekday 4 with Sunday = 0.
+    Date(jan4 - (jan4 + 4).rem_euclid(7))
 }
 
 fn is_leap(y: i64) -> bool {

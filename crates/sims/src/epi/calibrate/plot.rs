@@ -1,4 +1,4 @@
-//! The calibration plot: observed vs fitted vs forecast daily deaths, as a PNG (plotters' bitmap
+//! The calibration plot: observed vs fitted vs forecast (daily deaths or weekly ILI), as a PNG (plotters' bitmap
 //! backend with a bundled font, so no system font libraries are needed).
 
 use super::dates::Date;
@@ -18,12 +18,16 @@ fn register_font() {
     });
 }
 
-/// The curves of one calibration, all indexed by day from `start`.
+/// The curves of one calibration, all indexed by step (a day or a week) from `start`.
 pub struct PlotData<'a> {
     /// Title line.
     pub title: &'a str,
-    /// Day 0.
+    /// The y axis' label (what the values are, with units).
+    pub y_label: &'a str,
+    /// Date of step 0.
     pub start: Date,
+    /// Days per step: 1 for daily series, 7 for weekly ones.
+    pub step_days: i64,
     /// Observed (smoothed) values over training and forecast days (as many as exist).
     pub observed: &'a [f64],
     /// Fitted values over the training days.
@@ -32,6 +36,8 @@ pub struct PlotData<'a> {
     pub forecast: &'a [f64],
     /// The persistence baseline over the forecast days.
     pub persistence: &'a [f64],
+    /// Forecasts of earlier prediction weeks: (first step, values), drawn thinner.
+    pub earlier: &'a [(usize, Vec<f64>)],
 }
 
 /// Draws `data` into a 1000 × 560 PNG at `path`.
@@ -47,9 +53,10 @@ fn draw(path: &Path, data: &PlotData<'_>) -> Result<(), Box<dyn std::error::Erro
     let root = BitMapBackend::new(path, (1000, 560)).into_drawing_area();
     root.fill(&WHITE)?;
     let train = data.fitted.len();
-    let days = (train + data.forecast.len()).max(data.observed.len()).max(1);
+    let days = (train + data.forecast.len()).max(data.observed.len()).max(2);
     let top = [data.observed, data.fitted, data.forecast, data.persistence]
-        .iter()
+        .into_iter()
+        .chain(data.earlier.iter().map(|(_, s)| s.as_slice()))
         .flat_map(|s| s.iter().copied())
         .filter(|v| v.is_finite())
         .fold(0.0f64, f64::max)
@@ -65,8 +72,8 @@ fn draw(path: &Path, data: &PlotData<'_>) -> Result<(), Box<dyn std::error::Erro
     chart
         .configure_mesh()
         .x_desc("date")
-        .y_desc("deaths per day (7-day mean)")
-        .x_label_formatter(&|x| start.add_days(x.round() as i64).to_string())
+        .y_desc(data.y_label)
+        .x_label_formatter(&|x| start.add_days(x.round() as i64 * data.step_days).to_string())
         .x_labels(8)
         .draw()?;
     let points = |s: &[f64], from: usize| -> Vec<(f64, f64)> {
@@ -78,6 +85,15 @@ fn draw(path: &Path, data: &PlotData<'_>) -> Result<(), Box<dyn std::error::Erro
         ("forecast", data.forecast, train, RED),
         ("persistence", data.persistence, train, RGBColor(150, 150, 150)),
     ];
+    for (k, (from, series)) in data.earlier.iter().enumerate() {
+        let color = RGBColor(240, 150, 60);
+        let drawn = chart.draw_series(LineSeries::new(points(series, *from), color.stroke_width(1)))?;
+        if k == 0 {
+            drawn
+                .label("earlier weeks' forecasts")
+                .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], color.stroke_width(1)));
+        }
+    }
     for (label, series, from, color) in curves {
         chart
             .draw_series(LineSeries::new(points(series, from), color.stroke_width(2)))?
@@ -88,7 +104,12 @@ fn draw(path: &Path, data: &PlotData<'_>) -> Result<(), Box<dyn std::error::Erro
         let x = (train as f64) - 0.5;
         chart.draw_series(LineSeries::new([(x, 0.0), (x, top)], RGBColor(200, 200, 200)))?;
     }
-    chart.configure_series_labels().border_style(BLACK).background_style(WHITE.mix(0.8)).draw()?;
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
+        .border_style(BLACK)
+        .background_style(WHITE.mix(0.8))
+        .draw()?;
     root.present()?;
     Ok(())
 }

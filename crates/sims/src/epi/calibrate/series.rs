@@ -1,8 +1,8 @@
-//! Observed daily series (date, value): from the bundled county file or a user's `date,deaths` CSV,
-//! smoothed and cut to a training window.
+//! Observed series: daily (date, value) from the bundled county file or a user's `date,deaths` CSV,
+//! smoothed and cut to a training window; weekly ILI by CDC epiweek.
 
 use super::dates::Date;
-use crate::epi::data::{CovidDaily, DataError};
+use crate::epi::data::{CovidDaily, DataError, FluWeekly};
 use std::path::Path;
 
 /// A daily series over consecutive dates starting at `start` (one value per day).
@@ -143,4 +143,63 @@ pub fn trailing_mean(x: &[f64], width: usize) -> Vec<f64> {
             x[lo..=i].iter().sum::<f64>() / (i + 1 - lo) as f64
         })
         .collect()
+}
+
+/// A weekly series over consecutive CDC epiweeks, indexed by the weeks' first days (Sundays).
+#[derive(Clone, Debug, PartialEq)]
+pub struct WeeklySeries {
+    /// The first day of the first week.
+    pub start: Date,
+    /// One value per week from `start` (ILI, percent).
+    pub values: Vec<f64>,
+}
+
+impl WeeklySeries {
+    /// The first day of week `i`.
+    pub fn date(&self, i: usize) -> Date {
+        self.start.add_days(7 * i as i64)
+    }
+
+    /// The first day of the last week (the series is never empty).
+    pub fn end(&self) -> Date {
+        self.date(self.values.len() - 1)
+    }
+
+    /// A region's weekly ILI from [`crate::epi::data::load_flu_weekly`]. `path` is the file it came
+    /// from, for errors.
+    ///
+    /// # Errors
+    /// [`DataError::Content`] naming the region and epiweek when an epiweek is not one, or is not
+    /// the week after the previous one.
+    pub fn from_flu(weekly: &FluWeekly, path: &Path) -> Result<WeeklySeries, DataError> {
+        let content = |message: String| DataError::Content { path: path.to_path_buf(), message };
+        let mut start = None;
+        for (i, &w) in weekly.epiweeks.iter().enumerate() {
+            let date =
+                Date::from_epiweek(w).map_err(|m| content(format!("region {}: {m}", weekly.region)))?;
+            let first = *start.get_or_insert(date);
+            if date != first.add_days(7 * i as i64) {
+                return Err(content(format!(
+                    "region {}: epiweek {w} is not the week after {}",
+                    weekly.region,
+                    weekly.epiweeks[i - 1]
+                )));
+            }
+        }
+        match start {
+            Some(start) => Ok(WeeklySeries { start, values: weekly.ili.clone() }),
+            None => Err(content(format!("region {}: no weeks", weekly.region))),
+        }
+    }
+
+    /// The weeks from the one starting `from` to the one starting `to` inclusive (both Sundays of
+    /// weeks in the series), or `None` when the window is empty, not inside the series, or its ends
+    /// are not week starts.
+    pub fn window(&self, from: Date, to: Date) -> Option<WeeklySeries> {
+        let (a, b) = (from.days_since(self.start), to.days_since(self.start));
+        if a < 0 || b < a || a % 7 != 0 || b % 7 != 0 || b / 7 >= self.values.len() as i64 {
+            return None;
+        }
+        Some(WeeklySeries { start: from, values: self.values[(a / 7) as usize..=(b / 7) as usize].to_vec() })
+    }
 }

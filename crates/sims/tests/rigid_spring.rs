@@ -1,0 +1,393 @@
+//! The spring pipeline against Brax 0.14's own trajectories (`shared/data/brax/{ip,ant}_spring_*.npz`,
+//! made by `env.pipeline_step` from `init_q` with closed-form actions): one env step from the stored
+//! state, free-running rollouts, and gradients through 100 env steps against finite differences.
+//! Tolerances are those of `shared/data/brax/README.md` (anchor-brax.md §5.3).
+
+use std::path::PathBuf;
+
+use kiln::prelude::*;
+use kiln_sims::rigid::{Model, Motion, State, System, Transform, spring};
+use ndarray::ArrayD;
+use ndarray_npy::NpzReader;
+
+/// A Brax reference trajectory: per env step t (the state after step t) each link's pose and
+/// velocity, `q`, `qd` and the action applied, all widened to f64.
+struct Reference {
+    links: usize,
+    pos: Vec<f64>,
+    rot: Vec<f64>,
+    vel: Vec<f64>,
+    ang: Vec<f64>,
+    q: Vec<f64>,
+    qd: Vec<f64>,
+    acts: Vec<f64>,
+    nq: usize,
+    nv: usize,
+    nu: usize,
+    q0: Vec<f64>,
+    env_dt: f64,
+}
+
+fn data_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data/brax")
+}
+
+/// An array of the file as f64, whether stored as f64 or f32 (`env_dt` is f64 in every file).
+fn read(npz: &mut NpzReader<std::fs::File>, name: &str) -> (Vec<usize>, Vec<f64>) {
+    let name = format!("{name}.npy");
+    if let Ok(a) = npz.by_name::<ndarray::OwnedRepr<f64>, ndarray::IxDyn>(&name) {
+        return (a.shape().to_vec(), a.iter().copied().collect());
+    }
+    let a: ArrayD<f32> = npz.by_name(&name).unwrap_or_else(|e| panic!("{name}: {e}"));
+    (a.shape().to_vec(), a.iter().map(|&v| f64::from(v)).collect())
+}
+
+fn reference(file: &str) -> Reference {
+    let path = data_dir().join(file);
+    let mut npz =
+        NpzReader::new(std::fs::File::open(&path).unwrap_or_else(|e| panic!("{path:?}: {e}"))).unwrap();
+    let (shape, pos) = read(&mut npz, "pos");
+    let (_, rot) = read(&mut npz, "rot");
+    let (_, vel) = read(&mut npz, "vel");
+    let (_, ang) = read(&mut npz, "ang");
+    let (q_shape, q) = read(&mut npz, "q");
+    let (qd_shape, qd) = read(&mut npz, "qd");
+    let (a_shape, acts) = read(&mut npz, "acts");
+    let (_, q0) = read(&mut npz, "q0");
+    let (_, env_dt) = read(&mut npz, "env_dt");
+    Reference {
+        links: shape[1],
+        pos,
+        rot,
+        vel,
+        ang,
+        q,
+        qd,
+        acts,
+        nq: q_shape[1],
+        nv: qd_shape[1],
+        nu: a_shape[1],
+        q0,
+        env_dt: env_dt[0],
+    }
+}
+
+impl Reference {
+    fn slice(data: &[f64], t: usize, width: usize) -> Vec<f64> {
+        data[t * width..(t + 1) * width].to_vec()
+    }
+
+    /// The stored state after env step `t`, as tensors of `dtype`.
+    fn state(&self, t: usize, dtype: DType) -> State {
+        let l = self.links;
+        let tensor = |data: Vec<f64>, shape: &[usize]| Tensor::from_vec(shape, data).astype(dtype);
+        State {
+            q: tensor(Self::slice(&self.q, t, self.nq), &[self.nq]),
+            qd: tensor(Self::slice(&self.qd, t, self.nv), &[self.nv]),
+            x: Transform {
+                pos: tensor(Self::slice(&self.pos, t, l * 3), &[l, 3]),
+                rot: tensor(Self::slice(&self.rot, t, l * 4), &[l, 4]),
+            },
+            xd: Motion {
+                vel: tensor(Self::slice(&self.vel, t, l * 3), &[l, 3]),
+                ang: tensor(Self::slice(&self.ang, t, l * 3), &[l, 3]),
+            },
+        }
+    }
+
+    fn action(&self, t: usize, dtype: DType) -> Tensor {
+        Tensor::from_vec(&[self.nu], Self::slice(&self.acts, t, self.nu)).astype(dtype)
+    }
+}
+
+/// The spring inverted pendulum as Brax's environment runs it: 0.005 s × `n_frames` substeps.
+fn pendulum(dtype: DType, env_dt: f64) -> (Model, usize) {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/data/mjcf/inverted_pendulum.xml");
+    let sys = System::from_mjcf_file(path).unwrap();
+    let timestep = 0.005;
+    let n_frames = (env_dt / timestep).round() as usize;
+    assert_eq!(n_frames, 4);
+    let model = Model::new(&sys, dtype).unwrap().with_timestep(timestep);
+    assert!(model.structure.contacts.is_empty(), "the pendulum's geoms do not collide");
+    (model, n_frames)
+}
+
+fn as_f64(t: &Tensor) -> Vec<f64> {
+    t.astype(DType::F64).to_vec::<f64>()
+}
+
+fn max_abs_diff(a: &[f64], b: &[f64]) -> f64 {
+    assert_eq!(a.len(), b.len());
+    a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0, f64::max)
+}
+
+/// Max |Δ| of (pos, rot, vel, ang, q, qd) between `s` and the reference after step `t`.
+fn errors(s: &State, r: &Reference, t: usize) -> [f64; 6] {
+    let l = r.links;
+    [
+        max_abs_diff(&as_f64(&s.x.pos), &Reference::slice(&r.pos, t, l * 3)),
+        max_abs_diff(&as_f64(&s.x.rot), &Reference::slice(&r.rot, t, l * 4)),
+        max_abs_diff(&as_f64(&s.xd.vel), &Reference::slice(&r.vel, t, l * 3)),
+        max_abs_diff(&as_f64(&s.xd.ang), &Reference::slice(&r.ang, t, l * 3)),
+        max_abs_diff(&as_f64(&s.q), &Reference::slice(&r.q, t, r.nq)),
+        max_abs_diff(&as_f64(&s.qd), &Reference::slice(&r.qd, t, r.nv)),
+    ]
+}
+
+/// The spring ant as Brax's environment runs it: 0.005 s × 10 substeps, gear 150 from the file.
+fn ant(dtype: DType, env_dt: f64) -> (Model, usize) {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/data/mjcf/ant.xml");
+    let sys = System::from_mjcf_file(path).unwrap();
+    let timestep = 0.005;
+    let n_frames = (env_dt / timestep).round() as usize;
+    assert_eq!(n_frames, 10);
+    let model = Model::new(&sys, dtype).unwrap().with_timestep(timestep);
+    // MJX's candidate pairs: the four foot spheres against the floor plane.
+    assert_eq!(model.structure.contacts.len(), 4);
+    (model, n_frames)
+}
+
+type Builder = fn(DType, f64) -> (Model, usize);
+
+/// One env step (`n_frames` substeps under `scan`) from the stored state at several t, jitted.
+fn one_step(file: &str, build: Builder, dtype: DType, tol: [f64; 4]) {
+    let r = reference(file);
+    let (model, n_frames) = build(dtype, r.env_dt);
+    let env_step = jit(move |(m, s, a): (Model, State, Tensor)| spring::steps(&m, &s, &a, n_frames));
+    let mut worst = [0.0f64; 6];
+    for t in [0usize, 1, 10, 50, 100, 250, 500, 750, 998] {
+        let next = env_step.call(&(model.clone(), r.state(t, dtype), r.action(t + 1, dtype))).unwrap();
+        let e = errors(&next, &r, t + 1);
+        for k in 0..6 {
+            worst[k] = worst[k].max(e[k]);
+        }
+    }
+    println!(
+        "{file}: one-step max |Δ| pos {:.2e} rot {:.2e} vel {:.2e} ang {:.2e} q {:.2e} qd {:.2e}",
+        worst[0], worst[1], worst[2], worst[3], worst[4], worst[5]
+    );
+    let names = ["pos", "rot", "vel", "ang"];
+    for k in 0..4 {
+        assert!(worst[k] <= tol[k], "{file}: one-step |Δ{}| = {:.3e} > {:.1e}", names[k], worst[k], tol[k]);
+    }
+}
+
+#[test]
+fn inverted_pendulum_one_step_matches_brax_f32() {
+    // README: |Δpos| ≤ 5e-6 m, |Δquat| ≤ 1e-6, |Δvel| ≤ 2e-4 m/s, |Δω| ≤ 1e-4 rad/s.
+    one_step("ip_spring_f32.npz", pendulum, DType::F32, [5e-6, 1e-6, 2e-4, 1e-4]);
+}
+
+#[test]
+fn inverted_pendulum_one_step_matches_brax_f64() {
+    // The README expects about 100× tighter than the f32 gate in f64; kiln matches Brax's f64 step to
+    // about 1e-15 (measured), so the gate is far tighter than the README's.
+    one_step("ip_spring_f64.npz", pendulum, DType::F64, [1e-10, 1e-10, 1e-8, 1e-8]);
+}
+
+/// `steps` env steps from `init_q`, qd = 0, under the stored actions, traced as one jitted scan;
+/// returns per step the link positions `[steps, L, 3]` and `q` `[steps, nq]`.
+fn rollout(
+    model: &Model,
+    n_frames: usize,
+    r: &Reference,
+    dtype: DType,
+    steps: usize,
+) -> (Vec<f64>, Vec<f64>) {
+    let q0 = Tensor::from_vec(&[r.nq], r.q0.clone()).astype(dtype);
+    let qd0 = Tensor::zeros(dtype, &[r.nv]);
+    let acts = Tensor::from_vec(&[steps, r.nu], r.acts[..steps * r.nu].to_vec()).astype(dtype);
+    let run = jit(move |(m, q0, qd0, acts): (Model, Tensor, Tensor, Tensor)| {
+        let s0 = spring::init(&m, &q0, &qd0);
+        let (_, (pos, q)) = scan(
+            |s: State, a: Tensor| {
+                let next = spring::steps(&m, &s, &a, n_frames);
+                let out = (next.x.pos.clone(), next.q.clone());
+                (next, out)
+            },
+            s0,
+            acts,
+        );
+        (pos, q)
+    });
+    let (pos, q) = run.call(&(model.clone(), q0, qd0, acts)).unwrap();
+    (as_f64(&pos), as_f64(&q))
+}
+
+/// Free-running from `init_q` under the stored actions; link positions must stay within `gates`
+/// (`(up to env step, max |Δpos| m)`, increasing) and, up to the first gate, `q` within `q_tol`.
+fn free_running(file: &str, build: Builder, dtype: DType, gates: &[(usize, f64)], q_tol: f64) {
+    let r = reference(file);
+    let (model, n_frames) = build(dtype, r.env_dt);
+    let steps = gates.last().unwrap().0;
+    let (pos, q) = rollout(&model, n_frames, &r, dtype, steps);
+    let l = r.links;
+    let mut worst_pos = 0.0f64;
+    let mut worst_q = 0.0f64;
+    for t in 0..steps {
+        let e_pos = max_abs_diff(&pos[t * l * 3..(t + 1) * l * 3], &Reference::slice(&r.pos, t, l * 3));
+        let e_q = max_abs_diff(&q[t * r.nq..(t + 1) * r.nq], &Reference::slice(&r.q, t, r.nq));
+        let gate = gates.iter().find(|g| t < g.0).unwrap();
+        assert!(
+            e_pos < gate.1,
+            "{file}: link position error {e_pos:.3e} m at env step {t} (gate {:.0e})",
+            gate.1
+        );
+        if t < gates[0].0 {
+            assert!(e_q < q_tol, "{file}: joint error {e_q:.3e} at env step {t}");
+        }
+        worst_pos = worst_pos.max(e_pos);
+        worst_q = worst_q.max(e_q);
+    }
+    println!("{file}: free-running {steps} env steps: max |Δpos| {worst_pos:.2e} m, max |Δq| {worst_q:.2e}");
+}
+
+#[test]
+fn inverted_pendulum_free_running_matches_brax_f32() {
+    // README: link-position error < 1e-4 m up to 100 env steps (joint angles < 1e-3 rad).
+    free_running("ip_spring_f32.npz", pendulum, DType::F32, &[(100, 1e-4)], 1e-3);
+}
+
+#[test]
+fn inverted_pendulum_free_running_matches_brax_f64() {
+    free_running("ip_spring_f64.npz", pendulum, DType::F64, &[(100, 1e-4)], 1e-3);
+}
+
+/// The cart position and the pole angle after 100 env steps from `init_q`, as functions of the
+/// actions `[100, 1]` (f64; the pendulum has no contacts).
+fn final_q(model: &Model, n_frames: usize, q0: &[f64], which: usize) -> impl Fn(Tensor) -> Tensor + Clone {
+    let model = model.clone();
+    let q0 = q0.to_vec();
+    move |acts: Tensor| {
+        let s0 = spring::init(
+            &model,
+            &Tensor::from_vec(&[q0.len()], q0.clone()),
+            &Tensor::zeros(DType::F64, &[2]),
+        );
+        let (last, ()) = scan(|s: State, a: Tensor| (spring::steps(&model, &s, &a, n_frames), ()), s0, acts);
+        last.q.index(which as i64)
+    }
+}
+
+#[test]
+fn gradient_through_100_env_steps_matches_central_differences_f64() {
+    let r = reference("ip_spring_f64.npz");
+    let (model, n_frames) = pendulum(DType::F64, r.env_dt);
+    let steps = 100;
+    let acts: Vec<f64> = r.acts[..steps].to_vec();
+    for (which, name) in [(0usize, "cart position"), (1, "pole angle")] {
+        let f = final_q(&model, n_frames, &r.q0, which);
+        let value = jit(f.clone());
+        let gradient = jit(grad(f));
+        let g = gradient.call(&Tensor::from_vec(&[steps, 1], acts.clone())).unwrap().to_vec::<f64>();
+        let eps = 1e-5;
+        let mut worst = 0.0f64;
+        for k in [0usize, 1, 20, 50, 80, 97, 99] {
+            let at = |delta: f64| {
+                let mut a = acts.clone();
+                a[k] += delta;
+                value.call(&Tensor::from_vec(&[steps, 1], a)).unwrap().item::<f64>()
+            };
+            let fd = (at(eps) - at(-eps)) / (2.0 * eps);
+            let rel = (g[k] - fd).abs() / fd.abs();
+            println!("d({name})/d(act[{k}]): grad {:.9e}, central difference {fd:.9e}, rel {rel:.1e}", g[k]);
+            assert!(fd.abs() > 1e-8, "degenerate check: d({name})/d(act[{k}]) = {fd}");
+            assert!(
+                rel < 1e-4,
+                "d({name})/d(act[{k}]): grad {} vs central difference {fd} (rel {rel:.2e})",
+                g[k]
+            );
+            worst = worst.max(rel);
+        }
+        println!("{name}: max relative error vs central differences {worst:.2e}");
+    }
+}
+
+#[test]
+fn ant_one_step_matches_brax_f32() {
+    // README (spring): |Δpos| ≤ 5e-6 m, |Δquat| ≤ 1e-6, |Δvel| ≤ 2e-4 m/s, |Δω| ≤ 1e-4 rad/s.
+    one_step("ant_spring_f32.npz", ant, DType::F32, [5e-6, 1e-6, 2e-4, 1e-4]);
+}
+
+#[test]
+fn ant_one_step_matches_brax_f64() {
+    // Measured about 1e-15 m and 1e-13 m/s; the gate is far tighter than the README's.
+    one_step("ant_spring_f64.npz", ant, DType::F64, [1e-10, 1e-10, 1e-8, 1e-8]);
+}
+
+#[test]
+fn ant_free_running_matches_brax_f32() {
+    // README: < 1e-4 m up to 20 env steps, < 1e-3 m up to 40.
+    free_running("ant_spring_f32.npz", ant, DType::F32, &[(20, 1e-4), (40, 1e-3)], 1e-3);
+}
+
+#[test]
+fn ant_free_running_matches_brax_f64() {
+    free_running("ant_spring_f64.npz", ant, DType::F64, &[(20, 1e-4), (40, 1e-3)], 1e-3);
+}
+
+/// Stacks states along a new leading (batch) axis.
+fn stack_states(states: &[State]) -> State {
+    let leaves: Vec<Vec<Tensor>> = states.iter().map(|s| s.leaves()).collect();
+    let stacked = (0..leaves[0].len())
+        .map(|k| Tensor::stack(&leaves.iter().map(|l| l[k].clone()).collect::<Vec<_>>(), 0))
+        .collect();
+    states[0].rebuild(stacked)
+}
+
+#[test]
+fn batched_env_step_under_jit_vmap_matches_brax_ant_f32() {
+    let r = reference("ant_spring_f32.npz");
+    let (model, n_frames) = ant(DType::F32, r.env_dt);
+    let times = [5usize, 13, 40, 85];
+    let states = stack_states(&times.iter().map(|&t| r.state(t, DType::F32)).collect::<Vec<_>>());
+    let acts = Tensor::stack(&times.iter().map(|&t| r.action(t + 1, DType::F32)).collect::<Vec<_>>(), 0);
+    let m = model.clone();
+    let batched = jit(vmap(move |(s, a): (State, Tensor)| spring::steps(&m, &s, &a, n_frames), (0, 0), 0));
+    let next = batched.call(&(states, acts)).unwrap();
+    for (b, &t) in times.iter().enumerate() {
+        let one = State {
+            q: next.q.index(b as i64),
+            qd: next.qd.index(b as i64),
+            x: Transform { pos: next.x.pos.index(b as i64), rot: next.x.rot.index(b as i64) },
+            xd: Motion { vel: next.xd.vel.index(b as i64), ang: next.xd.ang.index(b as i64) },
+        };
+        let e = errors(&one, &r, t + 1);
+        println!("batch element {b} (t = {t}): |Δpos| {:.1e} |Δvel| {:.1e}", e[0], e[2]);
+        // The f32 one-step gate of the README.
+        assert!(e[0] <= 5e-6 && e[1] <= 1e-6 && e[2] <= 2e-4 && e[3] <= 1e-4, "t = {t}: {e:?}");
+    }
+}
+
+#[test]
+fn ant_gradient_through_10_env_steps_with_feet_on_the_floor_matches_central_differences_f64() {
+    let r = reference("ant_spring_f64.npz");
+    let (model, n_frames) = ant(DType::F64, r.env_dt);
+    // From env step 12 (the ant lands on its feet), 10 env steps; loss = the torso's final height.
+    let (start, steps) = (12usize, 10usize);
+    let s0 = r.state(start, DType::F64);
+    let acts: Vec<f64> = r.acts[(start + 1) * r.nu..(start + 1 + steps) * r.nu].to_vec();
+    let nu = r.nu;
+    let height = move |acts: Tensor| {
+        let (last, ()) =
+            scan(|s: State, a: Tensor| (spring::steps(&model, &s, &a, n_frames), ()), s0.clone(), acts);
+        last.x.pos.index(0).index(2)
+    };
+    let value = jit(height.clone());
+    let gradient = jit(grad(height));
+    let shape = [steps, nu];
+    let g = gradient.call(&Tensor::from_vec(&shape, acts.clone())).unwrap().to_vec::<f64>();
+    let g_max = g.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    let eps = 1e-6;
+    for k in [0usize, 3, 17, 30, 44, 59, 71, 79] {
+        let at = |delta: f64| {
+            let mut a = acts.clone();
+            a[k] += delta;
+            value.call(&Tensor::from_vec(&shape, a)).unwrap().item::<f64>()
+        };
+        let fd = (at(eps) - at(-eps)) / (2.0 * eps);
+        let rel = (g[k] - fd).abs() / fd.abs().max(1e-3 * g_max);
+        println!("d(torso z)/d(act[{k}]): grad {:.9e}, central difference {fd:.9e}, rel {rel:.1e}", g[k]);
+        assert!(rel < 1e-3, "d(torso z)/d(act[{k}]): grad {} vs central difference {fd}", g[k]);
+    }
+}
