@@ -20,6 +20,7 @@
 //! geom attributes `rgba`, `material`, `group`. Anything else, and ball joints (Brax rejects them),
 //! is an [`MjcfError`] naming the file, line and element.
 
+pub mod envs;
 mod error;
 mod inertia;
 pub mod kinematics;
@@ -30,6 +31,7 @@ pub mod quat;
 pub mod spring;
 mod state;
 mod system;
+pub mod wrappers;
 
 pub use error::{MjcfError, MjcfErrorKind};
 pub use mjcf::IGNORED_ELEMENTS;
