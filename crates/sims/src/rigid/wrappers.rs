@@ -250,3 +250,30 @@ impl Env for Box<dyn Env> {
         (**self).n_frames()
     }
 }
+
+impl<E: Env + ?Sized> Env for &E {
+    fn reset(&self, key: &Tensor) -> EnvState {
+        (**self).reset(key)
+    }
+    fn step(&self, state: &EnvState, action: &Tensor) -> EnvState {
+        (**self).step(state, action)
+    }
+    fn observation_size(&self) -> usize {
+        (**self).observation_size()
+    }
+    fn action_size(&self) -> usize {
+        (**self).action_size()
+    }
+    fn metric_names(&self) -> Vec<&'static str> {
+        (**self).metric_names()
+    }
+    fn dt(&self) -> f64 {
+        (**self).dt()
+    }
+    fn dtype(&self) -> DType {
+        (**self).dtype()
+    }
+    fn n_frames(&self) -> usize {
+        (**self).n_frames()
+    }
+}
