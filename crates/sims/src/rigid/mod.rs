@@ -20,6 +20,7 @@
 //! geom attributes `rgba`, `material`, `group`. Anything else, and ball joints (Brax rejects them),
 //! is an [`MjcfError`] naming the file, line and element.
 
+pub mod apg;
 pub mod envs;
 mod error;
 mod inertia;
