@@ -4,8 +4,11 @@ use kiln_sims::rigid::apg::{ApgArgs, train, write_curve_png};
 
 #[test]
 fn apg_balances_the_pendulum_to_95_percent_of_the_best_possible_return() {
-    // Fixed seeds, Brax's reset noise on (fresh keys every iteration), a linear policy, 16 envs.
-    let args = ApgArgs { batch: 16, iterations: 300, seed: 0, ..ApgArgs::default() };
+    // Fixed seeds, Brax's reset noise on (fresh keys every iteration), a linear policy, 8 envs,
+    // gradients truncated every 10 env steps (the default; see the module docs); training stops at
+    // the goal to keep the test short.
+    let goal = 0.95 * 200.0;
+    let args = ApgArgs { batch: 8, iterations: 300, seed: 0, stop_at: Some(goal), ..ApgArgs::default() };
     let result = train(&args).unwrap();
     let r = &result.returns;
     for (i, v) in r.iter().enumerate().filter(|(i, _)| i % 10 == 0 || *i == r.len() - 1) {
@@ -14,7 +17,6 @@ fn apg_balances_the_pendulum_to_95_percent_of_the_best_possible_return() {
     println!("compile {:.2} s, train {:.2} s", result.compile_s, result.train_s);
     // Best possible: 200 steps × 1 (cos θ ≤ 1, the penalties ≥ 0); the goal is 95 % of it.
     assert_eq!(result.best_possible, 200.0);
-    let goal = 0.95 * result.best_possible;
     let untrained = r[0];
     assert!(untrained < goal, "the untrained policy already scores {untrained}");
     let first = r.iter().position(|&v| v >= goal);

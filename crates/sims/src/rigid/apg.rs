@@ -15,6 +15,13 @@
 //! one jitted program; the reverse pass goes through `scan` with [`Checkpoint::Sqrt`] (the carry is
 //! kept every ⌈√T⌉ env steps and the steps between are recomputed); then
 //! `clip_by_global_norm` and Adam (`kiln::optim`).
+//!
+//! **Truncation.** Through all 200 steps the gradient explodes: the upright pendulum is unstable, so
+//! early actions' effect on late angles grows like `e^{λt}`. Measured with a linear policy (batch 16,
+//! f32, lr 0.02): gradient norms 1e5–1e7 and no progress in 300 iterations (mean return 158 → 132).
+//! The default therefore stops the gradient through the state every 10 env steps, as Brax's APG does
+//! with `truncation_length` ([`ApgArgs::truncation`]; `None` gives the full-horizon gradient). The
+//! return itself is always the full 200-step sum.
 
 use super::envs::{Env, EnvError, InvertedPendulum, Pipeline};
 use super::policy::Policy;
@@ -47,6 +54,11 @@ pub struct ApgArgs {
     pub dtype: DType,
     /// The reverse-mode policy of the rollout's `scan`.
     pub checkpoint: Checkpoint,
+    /// Brax APG's `truncation_length`: stop the gradient through the state every `k` env steps
+    /// (`None`: the full-horizon gradient). Must divide `horizon`.
+    pub truncation: Option<usize>,
+    /// Stop once an iteration's mean return reaches this value (`None`: run all iterations).
+    pub stop_at: Option<f64>,
     /// Show a progress bar on stderr.
     pub progress: bool,
 }
@@ -54,15 +66,17 @@ pub struct ApgArgs {
 impl Default for ApgArgs {
     fn default() -> Self {
         ApgArgs {
-            batch: 16,
+            batch: 8,
             iterations: 300,
             horizon: 200,
-            lr: 0.02,
+            lr: 0.05,
             max_grad_norm: 1.0,
             seed: 0,
             hidden: Vec::new(),
             dtype: DType::F32,
             checkpoint: Checkpoint::Sqrt,
+            truncation: Some(10),
+            stop_at: None,
             progress: false,
         }
     }
@@ -105,11 +119,46 @@ pub fn balance_reward(state: &State, action: &Tensor) -> Tensor {
 }
 
 /// The summed [`balance_reward`] of one episode of `horizon` env steps from `state` under `policy`
-/// (a `scan`).
-pub fn episode_return(env: &InvertedPendulum, policy: &Policy, state: &State, horizon: usize) -> Tensor {
+/// (a `scan`); with `truncation = Some(k)` the gradient through the state is stopped every `k` env
+/// steps (a `scan` of `horizon / k` segments of `k` steps; the value is the same).
+///
+/// # Panics
+/// If `k` is 0 or does not divide `horizon`.
+pub fn episode_return(
+    env: &InvertedPendulum,
+    policy: &Policy,
+    state: &State,
+    horizon: usize,
+    truncation: Option<usize>,
+) -> Tensor {
     let zero = Tensor::scalar_like(0.0, env.dtype());
-    let opts = ScanOptions { length: Some(horizon), reverse: false };
+    let Some(k) = truncation else {
+        return segment_return(env, policy, state, zero, horizon).1;
+    };
+    assert!(k > 0 && horizon % k == 0, "truncation {k} must divide the horizon {horizon}");
+    let opts = ScanOptions { length: Some(horizon / k), reverse: false };
     let ((_, total), ()) = scan_with(
+        |(s, total): (State, Tensor), (): ()| {
+            let (s, total) = segment_return(env, policy, &s, total, k);
+            ((s.map(kiln::lax::stop_gradient), total), ())
+        },
+        (state.clone(), zero),
+        (),
+        opts,
+    );
+    total
+}
+
+/// `steps` env steps from `state`, adding each step's reward to `total`.
+fn segment_return(
+    env: &InvertedPendulum,
+    policy: &Policy,
+    state: &State,
+    total: Tensor,
+    steps: usize,
+) -> (State, Tensor) {
+    let opts = ScanOptions { length: Some(steps), reverse: false };
+    let (out, ()) = scan_with(
         |(s, total): (State, Tensor), (): ()| {
             let obs = InvertedPendulum::observe(&s);
             let action = policy.apply(&obs);
@@ -117,11 +166,11 @@ pub fn episode_return(env: &InvertedPendulum, policy: &Policy, state: &State, ho
             let total = &total + &balance_reward(&next, &action);
             ((next, total), ())
         },
-        (state.clone(), zero),
+        (state.clone(), total),
         (),
         opts,
     );
-    total
+    out
 }
 
 /// Trains a policy on kiln's balancing task by analytic policy gradients. Errors: [`ApgError`].
@@ -132,14 +181,15 @@ pub fn train(args: &ApgArgs) -> Result<ApgResult, ApgError> {
     let sizes: Vec<usize> =
         [vec![env.observation_size()], args.hidden.clone(), vec![env.action_size()]].concat();
     let mut policy = Policy::mlp(&policy_key, &sizes, args.dtype);
-    let horizon = args.horizon;
+    let (horizon, truncation) = (args.horizon, args.truncation);
     let env_ref = &env;
     // (policy, keys [B, 2]) → (mean return, d(−mean return)/d policy).
     let step = jit(move |(p, keys): (Policy, Tensor)| {
         let s0 = vmap(|k: Tensor| env_ref.reset_pipeline(&k), 0, 0)(keys);
         let loss = |(p,): (Policy,)| {
-            let returns =
-                vmap(|(s,): (State,)| episode_return(env_ref, &p, &s, horizon), 0, 0)((s0.clone(),));
+            let returns = vmap(|(s,): (State,)| episode_return(env_ref, &p, &s, horizon, truncation), 0, 0)(
+                (s0.clone(),),
+            );
             -returns.mean_all()
         };
         let (neg, (g,)) = value_and_grad(loss)((p,));
@@ -168,6 +218,9 @@ pub fn train(args: &ApgArgs) -> Result<ApgResult, ApgError> {
         policy = opt.update(&policy, &g)?;
         bar.set_message(format!("return {ret:.2}"));
         bar.inc(1);
+        if args.stop_at.is_some_and(|goal| ret >= goal) {
+            break;
+        }
     }
     bar.finish_and_clear();
     Ok(ApgResult {
