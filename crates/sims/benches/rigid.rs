@@ -9,7 +9,7 @@
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use kiln::prelude::*;
 use kiln::random;
-use kiln_sims::rigid::envs::{EnvName, EnvState, Pipeline, make};
+use kiln_sims::rigid::envs::{Env, EnvName, EnvState, Pipeline, make};
 use kiln_sims::rigid::wrappers::VmapWrapper;
 use std::time::Instant;
 
