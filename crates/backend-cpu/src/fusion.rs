@@ -280,7 +280,8 @@ pub(crate) fn assign(f: &Function) -> Vec<Role> {
                     && users.iter().any(|&u| {
                         let ue = &f.eqns[u];
                         let inherited = roles[u] == Role::Inline && scattered[u];
-                        inherited || ue.inputs.iter().enumerate().any(|(k, v)| *v == out && scatters(f, ue, k))
+                        inherited
+                            || ue.inputs.iter().enumerate().any(|(k, v)| *v == out && scatters(f, ue, k))
                     });
                 if inline && !(repeated[i] && costly(&e.prim)) && !(scattered[i] && !scattered_ok(f, e)) {
                     copied[i] = users.len() > 1 || users.iter().any(|&u| copied[u]);

@@ -122,7 +122,11 @@ fn a_message_gather_reads_one_materialized_array() {
     check(src, &[v(&[1.0, 2.0, 3.0]), v(&[4.0, 5.0, 6.0]), src_ids], 2);
     // The gathered values themselves: a·b = [4, 10, 18] read at the edge sources.
     let exe = compile(&parse(src).unwrap()).unwrap();
-    let out = exe.run(&[v(&[1.0, 2.0, 3.0]), v(&[4.0, 5.0, 6.0]), Array::from_vec(&[6], vec![0i32, 1, 2, 2, 1, 0])]);
+    let out = exe.run(&[
+        v(&[1.0, 2.0, 3.0]),
+        v(&[4.0, 5.0, 6.0]),
+        Array::from_vec(&[6], vec![0i32, 1, 2, 2, 1, 0]),
+    ]);
     assert_eq!(out.unwrap()[0], v(&[4.0, 10.0, 18.0, 18.0, 10.0, 4.0]));
 }
 

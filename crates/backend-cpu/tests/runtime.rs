@@ -435,7 +435,8 @@ fn segment_sums_by_hand_with_forced_splits() {
     let ids = Array::from_vec(&[8], vec![0i32, 0, 1, 1, 1, 3, 3, 5]);
     let f = segment_sum_fn(&data, &ids, 4);
     for threads in [2, 3, 4] {
-        let got = compile_with(&f, &opts(threads, Some(0))).unwrap().run(&[data.clone(), ids.clone()]).unwrap();
+        let got =
+            compile_with(&f, &opts(threads, Some(0))).unwrap().run(&[data.clone(), ids.clone()]).unwrap();
         assert_eq!(got[0], Array::from_vec(&[4], vec![3.0f32, 12., 0., 13.]));
     }
 }

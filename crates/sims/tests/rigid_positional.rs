@@ -441,3 +441,15 @@ fn ant_gradient_through_10_env_steps_with_feet_on_the_floor_matches_central_diff
     }
     println!("max relative error vs central differences {worst:.2e} (|grad| max {g_max:.3e})");
 }
+
+/// The ant as `envs::Ant` builds it for the positional pipeline (its timestep, substeps and gear).
+fn ant_env(dtype: DType, env_dt: f64) -> (Model, usize) {
+    let env = kiln_sims::rigid::envs::Ant::new(kiln_sims::rigid::envs::Pipeline::Positional, dtype).unwrap();
+    assert!((env.base.dt() - env_dt).abs() < 1e-12, "env dt {} vs the reference's {env_dt}", env.base.dt());
+    (env.base.model, env.base.n_frames)
+}
+
+#[test]
+fn the_positional_ant_environment_steps_like_brax_f64() {
+    one_step("ant_positional_f64.npz", ant_env, DType::F64, [1e-10, 1e-10, 1e-8, 1e-8]);
+}

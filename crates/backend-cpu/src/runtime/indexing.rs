@@ -4,8 +4,8 @@
 //! `Set` wins and `Add` accumulates in that order), and out-of-range indices clamp (`Clip`) or are
 //! dropped (`FillOrDrop`; also `Clip` on an empty axis). Every index is bounds-checked before use.
 
-use crate::CompileError;
 use super::parallel::Threads;
+use crate::CompileError;
 use kiln_ir::{DType, IndexMode, ScatterOp, TensorType};
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -269,7 +269,14 @@ impl SegmentSumPlan {
     ///
     /// # Safety
     /// As [`SegmentSumPlan::run`]; no other task writes segments in `owned`.
-    unsafe fn add_rows(&self, bufs: SegmentBuffers, lo: usize, hi: usize, owned: (i64, i64), stray: Option<&AtomicBool>) {
+    unsafe fn add_rows(
+        &self,
+        bufs: SegmentBuffers,
+        lo: usize,
+        hi: usize,
+        owned: (i64, i64),
+        stray: Option<&AtomicBool>,
+    ) {
         let (data, out) = (bufs.data as *const u8, bufs.out as *mut u8);
         let (s, row, segments) = (self.dtype.size_bytes(), self.row, self.num_segments);
         // SAFETY (all arms): per the contract; `g < num_segments`, `r < n`.

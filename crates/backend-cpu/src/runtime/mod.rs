@@ -264,10 +264,14 @@ impl Executable {
                 Op::Control(c) => unsafe { c.run(step, &ptr, scratch) },
                 Op::Threefry { n, chunks } => {
                     let at = |k: usize| ptr(&step.inputs[k]) as usize;
-                    let (ins, outs) = ([at(0), at(1), at(2), at(3)], [ptr(&step.outputs[0]) as usize, ptr(&step.outputs[1]) as usize]);
+                    let (ins, outs) = (
+                        [at(0), at(1), at(2), at(3)],
+                        [ptr(&step.outputs[0]) as usize, ptr(&step.outputs[1]) as usize],
+                    );
                     // SAFETY: operand buffers hold `n` u32s each (the plan's types); ranges are
                     // disjoint, so parallel calls write disjoint output elements.
-                    let range = |lo: i64, hi: i64| unsafe { threefry::run(lo as usize, hi as usize, ins, outs) };
+                    let range =
+                        |lo: i64, hi: i64| unsafe { threefry::run(lo as usize, hi as usize, ins, outs) };
                     self.threads.for_rows(*n as i64, *chunks, &range);
                 }
                 // SAFETY (three arms): as above; outputs are fresh arena buffers, never an input's.

@@ -20,17 +20,22 @@
 //! geom attributes `rgba`, `material`, `group`. Anything else, and ball joints (Brax rejects them),
 //! is an [`MjcfError`] naming the file, line and element.
 
+pub mod apg;
+pub mod envs;
 mod error;
 mod inertia;
 pub mod kinematics;
 mod math;
 mod mjcf;
 mod model;
+pub mod policy;
 pub mod positional;
 pub mod quat;
+pub mod rollout;
 pub mod spring;
 mod state;
 mod system;
+pub mod wrappers;
 
 pub use error::{MjcfError, MjcfErrorKind};
 pub use mjcf::IGNORED_ELEMENTS;

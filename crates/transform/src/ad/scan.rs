@@ -306,7 +306,9 @@ pub(super) fn forward(prim: &Prim, ins: &[Tensor], active: &[bool]) -> (Vec<Tens
         match checkpoint_policy() {
             Checkpoint::StoreAll => step.store_all_forward(consts, init, xs, s.length, s.reverse),
             Checkpoint::Every(k) => step.segmented_forward(consts, init, xs, k),
-            Checkpoint::Auto if step.stored_bytes_per_step.saturating_mul(s.length) <= AUTO_STORE_ALL_BYTES => {
+            Checkpoint::Auto
+                if step.stored_bytes_per_step.saturating_mul(s.length) <= AUTO_STORE_ALL_BYTES =>
+            {
                 step.store_all_forward(consts, init, xs, s.length, s.reverse)
             }
             Checkpoint::Auto | Checkpoint::Sqrt => {
@@ -320,7 +322,12 @@ pub(super) fn forward(prim: &Prim, ins: &[Tensor], active: &[bool]) -> (Vec<Tens
 
 /// The backward pass of a `scan` whose forward pass [`forward`] ran: the operands' cotangents
 /// (`None` for integer, bool and inactive operands) from the outputs' (`None` = zero).
-pub(super) fn backward(prim: &Prim, ins: &[Tensor], saved: Saved, cts: &[Option<Tensor>]) -> Vec<Option<Tensor>> {
+pub(super) fn backward(
+    prim: &Prim,
+    ins: &[Tensor],
+    saved: Saved,
+    cts: &[Option<Tensor>],
+) -> Vec<Option<Tensor>> {
     let s = Spec::of(prim, ins.len());
     let (nc, nk) = (s.nc, s.nk);
     let (consts, rest) = ins.split_at(nc);
@@ -330,10 +337,8 @@ pub(super) fn backward(prim: &Prim, ins: &[Tensor], saved: Saved, cts: &[Option<
     let ct_carry: Vec<Tensor> =
         step.fl_carry.iter().map(|&j| instantiate(ct_final[j].clone(), &init[j].ty())).collect();
     let acc: Vec<Tensor> = step.fl_consts.iter().map(|&i| zeros_of(&consts[i].ty())).collect();
-    let ct_ys: Vec<Tensor> = sel_ys
-        .iter()
-        .map(|&i| instantiate(ct_ys[i].clone(), &stacked(&step.y_types[i], s.length)))
-        .collect();
+    let ct_ys: Vec<Tensor> =
+        sel_ys.iter().map(|&i| instantiate(ct_ys[i].clone(), &stacked(&step.y_types[i], s.length))).collect();
     let (ct_init, ct_consts, ct_xs) = match how {
         SavedHow::Empty => {
             // The final carry is `init`; there are no steps to send cotangents to consts or xs.
@@ -550,16 +555,25 @@ impl StepVjp {
     /// over segments, each an inner scan of `k` steps of the body saving the carry at the segment's
     /// start, then the remainder segment (last in time) with its residuals stored. A reverse scan
     /// runs forward over reversed xs, and its ys are reversed back.
-    fn segmented_forward(&self, consts: &[Tensor], init: &[Tensor], xs: &[Tensor], k: usize) -> (Vec<Tensor>, SavedHow) {
+    fn segmented_forward(
+        &self,
+        consts: &[Tensor],
+        init: &[Tensor],
+        xs: &[Tensor],
+        k: usize,
+    ) -> (Vec<Tensor>, SavedHow) {
         let (nc, nk) = (self.nc, self.nk);
         let t = self.length;
         let k = k.clamp(1, t);
         let (nseg, rem) = (t / k, t % k);
         let main = nseg * k;
         let reverse = self.reverse;
-        let flip = |v: &[Tensor]| -> Vec<Tensor> { if reverse { v.iter().map(rev0).collect() } else { v.to_vec() } };
+        let flip =
+            |v: &[Tensor]| -> Vec<Tensor> { if reverse { v.iter().map(rev0).collect() } else { v.to_vec() } };
         let xs = flip(xs);
-        let seg = |v: &[Tensor]| -> Vec<Tensor> { v.iter().map(|x| split_leading(&rows(x, 0, main), nseg, k)).collect() };
+        let seg = |v: &[Tensor]| -> Vec<Tensor> {
+            v.iter().map(|x| split_leading(&rows(x, 0, main), nseg, k)).collect()
+        };
         let tail = |v: &[Tensor]| -> Vec<Tensor> { v.iter().map(|x| rows(x, main, t)).collect() };
         let ny = self.y_types.len();
         let (mid, starts, ys_main): (Vec<Tensor>, Vec<Tensor>, Vec<Tensor>) = if nseg > 0 {
@@ -644,17 +658,28 @@ impl StepVjp {
         let k = k.clamp(1, t);
         let (nseg, main) = (t / k, t / k * k);
         let reverse = self.reverse;
-        let flip = |v: &[Tensor]| -> Vec<Tensor> { if reverse { v.iter().map(rev0).collect() } else { v.to_vec() } };
+        let flip =
+            |v: &[Tensor]| -> Vec<Tensor> { if reverse { v.iter().map(rev0).collect() } else { v.to_vec() } };
         let (xs, ct_ys) = (flip(xs), flip(ct_ys));
-        let seg = |v: &[Tensor]| -> Vec<Tensor> { v.iter().map(|x| split_leading(&rows(x, 0, main), nseg, k)).collect() };
+        let seg = |v: &[Tensor]| -> Vec<Tensor> {
+            v.iter().map(|x| split_leading(&rows(x, 0, main), nseg, k)).collect()
+        };
         let tail = |v: &[Tensor]| -> Vec<Tensor> { v.iter().map(|x| rows(x, main, t)).collect() };
 
         // The remainder segment (last in time) first, then the segments in reverse.
         let (mut ct_carry, mut acc) = (ct_carry, acc);
         let mut ct_rem = Vec::new();
         if let Some(res) = rem {
-            (ct_carry, acc, ct_rem) =
-                self.store_all_backward(consts, &tail(&xs), &res, ct_carry, &tail(&ct_ys), acc, t - main, false);
+            (ct_carry, acc, ct_rem) = self.store_all_backward(
+                consts,
+                &tail(&xs),
+                &res,
+                ct_carry,
+                &tail(&ct_ys),
+                acc,
+                t - main,
+                false,
+            );
         }
         let mut ct_main = Vec::new();
         if nseg > 0 {
@@ -725,7 +750,8 @@ impl StepVjp {
             let (consts, ct_carry, acc) = (take(nc), take(nkf), take(ncf));
             let (c0, xs, ct_ys) = (take(nk), take(nx), take(ny));
             let (_, res) = self.store_all_scan(&consts, &c0, &xs, k, false);
-            let (c, acc, ct_xs) = self.store_all_backward(&consts, &xs, &res, ct_carry, &ct_ys, acc, k, false);
+            let (c, acc, ct_xs) =
+                self.store_all_backward(&consts, &xs, &res, ct_carry, &ct_ys, acc, k, false);
             c.into_iter().chain(acc).chain(ct_xs).collect()
         })
     }
