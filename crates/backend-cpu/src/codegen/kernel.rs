@@ -568,7 +568,8 @@ impl<'a, 'b> Emitter<'a, 'b> {
         // Branch to the one operand that holds `idx` instead of evaluating every operand and
         // selecting: with inlined operands (cross products, `stack`s of `stack`s in the rigid-body
         // code) a select chain computes each part at every output element, k× the work for k parts
-        // and k²× for nested concatenates (the ant's spring step: 2.7k → see the commit message).
+        // and k²× for nested concatenates (ant spring `jit(vmap(step))` at batch 1024: 2.7k → 4.6k
+        // env-steps/s).
         let Some((&(last_v, last_off, last_n), init)) = parts.split_last() else {
             return Err(CompileError::Codegen("concatenate of empty operands reached a kernel".into()));
         };
