@@ -145,3 +145,41 @@ fn a_single_array_producer_and_a_small_gather_stay_inline() {
       in (g,) }";
     check(few, &[v(&[1.0, 2.0, 3.0]), v(&[4.0, 5.0, 6.0]), Array::from_vec(&[2], vec![2i32, 0])], 1);
 }
+
+#[test]
+fn nested_concatenates_of_fused_parts_match_the_interpreter() {
+    // A cross product a × b stacked (nested concatenate) with a − b, plus an empty operand: one
+    // kernel that branches to the part holding each index; values equal the interpreter's bitwise.
+    let src = "{ lambda a:f32[2,3] b:f32[2,3] e:f32[2,0] . let
+        a0:f32[2,1] = slice[start=(0, 0) limit=(2, 1) strides=(1, 1)] a
+        a1:f32[2,1] = slice[start=(0, 1) limit=(2, 2) strides=(1, 1)] a
+        a2:f32[2,1] = slice[start=(0, 2) limit=(2, 3) strides=(1, 1)] a
+        b0:f32[2,1] = slice[start=(0, 0) limit=(2, 1) strides=(1, 1)] b
+        b1:f32[2,1] = slice[start=(0, 1) limit=(2, 2) strides=(1, 1)] b
+        b2:f32[2,1] = slice[start=(0, 2) limit=(2, 3) strides=(1, 1)] b
+        p:f32[2,1] = mul a1 b2
+        q:f32[2,1] = mul a2 b1
+        c0:f32[2,1] = sub p q
+        r:f32[2,1] = mul a2 b0
+        s:f32[2,1] = mul a0 b2
+        c1:f32[2,1] = sub r s
+        t:f32[2,1] = mul a0 b1
+        u:f32[2,1] = mul a1 b0
+        c2:f32[2,1] = sub t u
+        c:f32[2,3] = concatenate[dimension=1] c0 e c1 c2
+        d:f32[2,3] = sub a b
+        o:f32[2,6] = concatenate[dimension=1] c d e
+      in (o,) }";
+    let a = Array::from_vec(&[2, 3], vec![1.0f32, 2.0, 3.0, -0.5, 4.0, 0.25]);
+    let b = Array::from_vec(&[2, 3], vec![4.0f32, 5.0, 6.0, 2.0, -1.0, 3.0]);
+    let e = Array::from_vec(&[2, 0], Vec::<f32>::new());
+    let f = parse(src).unwrap();
+    let out = compile(&f).unwrap().run(&[a.clone(), b.clone(), e.clone()]).unwrap();
+    // Hand-computed: (1,2,3)×(4,5,6) = (−3, 6, −3); (−0.5,4,0.25)×(2,−1,3) = (12.25, 2, −7.5).
+    let want = Array::from_vec(
+        &[2, 6],
+        vec![-3.0f32, 6.0, -3.0, -3.0, -3.0, -3.0, 12.25, 2.0, -7.5, -2.5, 5.0, -2.75],
+    );
+    assert_eq!(out, vec![want]);
+    assert_eq!(out, eval(&f, &[a, b, e]).unwrap());
+}

@@ -565,21 +565,40 @@ impl<'a, 'b> Emitter<'a, 'b> {
             }
             off += n;
         }
-        let mut result = None;
-        for &(v, off, n) in parts.iter().rev() {
-            let mut j = idx.to_vec();
-            let rel = self.b.ins().iadd_imm_s(idx[dim], -(off as i64));
-            j[dim] = self.clamp(rel, 0, n as i64 - 1);
-            let x = self.value(v, &j)?;
-            result = Some(match result {
-                None => x,
-                Some(later) => {
-                    let here = self.b.ins().icmp_imm_s(IntCC::SignedLessThan, idx[dim], (off + n) as i64);
-                    self.b.ins().select(here, x, later)
-                }
-            });
+        // Branch to the one operand that holds `idx` instead of evaluating every operand and
+        // selecting: with inlined operands (cross products, `stack`s of `stack`s in the rigid-body
+        // code) a select chain computes each part at every output element, k× the work for k parts
+        // and k²× for nested concatenates (ant spring `jit(vmap(step))` at batch 1024: 2.7k → 4.6k
+        // env-steps/s).
+        let Some((&(last_v, last_off, last_n), init)) = parts.split_last() else {
+            return Err(CompileError::Codegen("concatenate of empty operands reached a kernel".into()));
+        };
+        let var = self.b.declare_var(clif_type(f.dtype(e.outputs[0])));
+        let merge = self.b.create_block();
+        for &(v, off, n) in init {
+            let here = self.b.ins().icmp_imm_s(IntCC::SignedLessThan, idx[dim], (off + n) as i64);
+            let (this, next) = (self.b.create_block(), self.b.create_block());
+            self.b.ins().brif(here, this, &[], next, &[]);
+            self.b.switch_to_block(this);
+            let x = self.concatenate_part(v, dim, off, n, idx)?;
+            self.b.def_var(var, x);
+            self.b.ins().jump(merge, &[]);
+            self.b.switch_to_block(next);
         }
-        result.ok_or_else(|| CompileError::Codegen("concatenate of empty operands reached a kernel".into()))
+        let x = self.concatenate_part(last_v, dim, last_off, last_n, idx)?;
+        self.b.def_var(var, x);
+        self.b.ins().jump(merge, &[]);
+        self.b.switch_to_block(merge);
+        Ok(self.b.use_var(var))
+    }
+
+    /// Operand `v` of a concatenate, placed at `off..off + n` along `dim`, at output index `idx`
+    /// (clamped into the operand, so a stray index never reads out of bounds).
+    fn concatenate_part(&mut self, v: Var, dim: usize, off: usize, n: usize, idx: &[Value]) -> R<Value> {
+        let mut j = idx.to_vec();
+        let rel = self.b.ins().iadd_imm_s(idx[dim], -(off as i64));
+        j[dim] = self.clamp(rel, 0, n as i64 - 1);
+        self.value(v, &j)
     }
 
     fn pad(&mut self, e: &'a Eqn, low: &[i64], interior: &[usize], idx: &[Value]) -> R<Value> {
