@@ -4,7 +4,8 @@
 //! (56-day forward under `jit`), the 56-day forward + backward of `mean(deaths²)` (`jit(grad)`, as the
 //! JAX script measures), and the peak resident memory of the gradient (`VmHWM`, reset before it).
 //!
-//! `cargo run --release -p kiln-sims --example epi_compare [N ...] [--keep-grad] [--days T]`
+//! `cargo run --release -p kiln-sims --example epi_compare [N ...] [--keep-grad] [--days T]
+//! [--store-all | --sqrt]` (the gradient's scan checkpointing; default `Checkpoint::Auto`)
 //! (default N: 100000 1000000). Run each N in its own process for a clean memory peak.
 
 use kiln::prelude::*;
@@ -39,11 +40,14 @@ fn reset_peak_rss() {
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut sizes = Vec::new();
     let (mut form, mut days) = (UpdateForm::Reference, 56usize);
+    let mut policy = kiln::Checkpoint::Auto;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
             "--keep-grad" => form = UpdateForm::KeepGrad,
             "--days" => days = args.next().ok_or("--days needs a value")?.parse()?,
+            "--store-all" => policy = kiln::Checkpoint::StoreAll,
+            "--sqrt" => policy = kiln::Checkpoint::Sqrt,
             n => sizes.push(n.parse::<f64>()? as u64),
         }
     }
@@ -79,7 +83,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
         let vg = jit(|(m, p, k): (CovidModel, CovidParams, Tensor)| {
             value_and_grad(|(p,): (CovidParams,)| m.simulate(&p, &k).deaths.square().mean_all())((p,))
-        });
+        })
+        .checkpoint_policy(policy);
         reset_peak_rss();
         let base = peak_rss_gb();
         let t = Instant::now();
