@@ -338,3 +338,69 @@ fn integer_xs_get_no_cotangent() {
         assert_eq!((ga.item::<f64>(), gc.item::<f64>()), (10.0, 1.0), "{policy:?}");
     }
 }
+
+/// Scans in `f` (nested ones too).
+fn scan_count(f: &Function) -> usize {
+    f.eqns
+        .iter()
+        .map(|e| {
+            usize::from(matches!(e.prim, Prim::Scan { .. }))
+                + e.prim.subfunctions().into_iter().map(scan_count).sum::<usize>()
+        })
+        .sum()
+}
+
+/// Top-level scans of `f` with their output counts.
+fn top_scan_outputs(f: &Function) -> Vec<usize> {
+    f.eqns.iter().filter(|e| matches!(e.prim, Prim::Scan { .. })).map(|e| e.outputs.len()).collect()
+}
+
+#[test]
+fn value_and_grad_runs_the_forward_scan_once() {
+    // Store-all: one forward scan (primal outputs and residuals together) and one reverse scan;
+    // before, the primal scan ran as well, a whole extra forward pass.
+    let args = (
+        Tensor::placeholder(DType::F64, &[]),
+        Tensor::placeholder(DType::F64, &[S]),
+        Tensor::placeholder(DType::F64, &[50, S]),
+    );
+    let f = with_checkpoint(Checkpoint::StoreAll, || trace(value_and_grad(loss_scan), &args))
+        .expect("traces")
+        .function;
+    let f = kiln::transform::dce(&f);
+    assert_eq!(top_scan_outputs(&f).len(), 2, "forward + reverse scans in\n{f}");
+    assert_eq!(scan_count(&f), 2);
+    // Sqrt checkpointing: the outer forward scan over segments (inner scan of the body), the
+    // remainder's store-all forward, and the backward over segments with its recompute — no
+    // separate primal scan either. T = 50: k = 8, 6 segments, remainder 2.
+    let g = with_checkpoint(Checkpoint::Sqrt, || trace(value_and_grad(loss_scan), &args))
+        .expect("traces")
+        .function;
+    let g = kiln::transform::dce(&g);
+    assert_eq!(
+        top_scan_outputs(&g).len(),
+        4,
+        "segments fwd, remainder fwd, remainder bwd, segments bwd\n{g}"
+    );
+}
+
+#[test]
+fn a_scan_seen_only_through_stop_gradient_saves_no_residuals() {
+    // loss(a) = Σ stop_gradient(c_T(a)) · a: d/da = Σ c_T (the scan is data for the gradient).
+    let loss = |(a, c0, xs): (Tensor, Tensor, Tensor)| {
+        let (c, _) = scan(|c: Tensor, x: Tensor| step(&a, &c, &x), c0, xs);
+        (lax::stop_gradient(&c) * &a).sum(All)
+    };
+    let (a, c0, xs) = program_args(20);
+    let (c_t, _) = scan(|c: Tensor, x: Tensor| step(&a, &c, &x), c0.clone(), xs.clone());
+    let g = grad(loss)((a.clone(), c0.clone(), xs.clone()));
+    assert_close(&g.0, &c_t.sum(All), 1e-12, "d/da");
+    // Its forward is the plain scan: the primal's outputs only (carry c and ys), no stacks.
+    let args = (
+        Tensor::placeholder(DType::F64, &[]),
+        Tensor::placeholder(DType::F64, &[S]),
+        Tensor::placeholder(DType::F64, &[20, S]),
+    );
+    let f = trace(grad(loss), &args).expect("traces").function;
+    assert_eq!(top_scan_outputs(&kiln::transform::dce(&f)), vec![2], "{f}");
+}

@@ -115,6 +115,23 @@ pub(crate) fn activity(f: &Function, active: &[bool]) -> Vec<bool> {
     on
 }
 
+/// Which variables of `f` can pass a cotangent on to an output given one (`cts_out[k].is_some()`):
+/// the outputs' producers, transitively, except through `stop_gradient`.
+fn reaching(f: &Function, cts_out: &[Option<Tensor>]) -> Vec<bool> {
+    let mut on = vec![false; f.vars.len()];
+    for (v, c) in f.outputs.iter().zip(cts_out) {
+        on[v.index()] |= c.is_some();
+    }
+    for e in f.eqns.iter().rev() {
+        if !matches!(e.prim, Prim::StopGradient) && e.outputs.iter().any(|v| on[v.index()]) {
+            for v in &e.inputs {
+                on[v.index()] = true;
+            }
+        }
+    }
+    on
+}
+
 /// [`vjp_replay`] for the parameters flagged in `active` only: the others get no cotangent
 /// (`None`), and no cotangent is computed for values that depend on none of the active ones, so a
 /// step's VJP does no work for the data it merely reads. A `scan` with an active operand runs its
@@ -131,6 +148,8 @@ pub(crate) fn vjp_replay_active(
     assert_eq!(active.len(), f.params.len(), "vjp: activity count");
     let n = f.vars.len();
     let on = activity(f, active);
+    // A scan saves residuals only if a cotangent can reach one of its outputs.
+    let reach = reaching(f, cts_out);
     let mut p: Vec<Option<Tensor>> = vec![None; n];
     for (i, v) in f.params.iter().enumerate() {
         p[v.index()] = Some(primals[i].clone());
@@ -144,9 +163,13 @@ pub(crate) fn vjp_replay_active(
         let ins: Vec<Tensor> =
             eqn.inputs.iter().map(|v| p[v.index()].clone().expect("verified function")).collect();
         let outs = at_location(eqn.loc.as_ref(), || match &eqn.prim {
-            Prim::Scan { .. } if eqn.inputs.iter().any(|v| on[v.index()]) => {
+            Prim::Scan { .. }
+                if eqn.inputs.iter().any(|v| on[v.index()])
+                    && eqn.outputs.iter().any(|v| reach[v.index()]) =>
+            {
                 let act: Vec<bool> = eqn.inputs.iter().map(|v| on[v.index()]).collect();
-                let (outs, s) = scan::forward(&eqn.prim, &ins, &act);
+                let wanted: Vec<bool> = eqn.outputs.iter().map(|v| reach[v.index()]).collect();
+                let (outs, s) = scan::forward(&eqn.prim, &ins, &act, &wanted);
                 saved[k] = Some(s);
                 outs
             }

@@ -249,7 +249,8 @@ pub(super) fn vjp(
     cts: &[Option<Tensor>],
 ) -> Vec<Option<Tensor>> {
     let active = vec![true; ins.len()];
-    let (_, saved) = forward(prim, ins, &active);
+    let wanted: Vec<bool> = cts.iter().map(Option::is_some).collect();
+    let (_, saved) = forward(prim, ins, &active, &wanted);
     backward(prim, ins, saved, cts)
 }
 
@@ -273,10 +274,11 @@ enum SavedHow {
 }
 
 /// The forward pass of a `scan` under reverse mode, for operands flagged `active` (those that
-/// depend on what is differentiated): the primal outputs (final carry ++ ys) and what the backward
+/// depend on what is differentiated) and outputs flagged `wanted` (those a cotangent may reach; the
+/// other ys get no cotangent slot): the primal outputs (final carry ++ ys) and what the backward
 /// pass needs, from ONE scan (the current [`Checkpoint`] policy chooses stored residuals or
 /// segment-start carries).
-pub(super) fn forward(prim: &Prim, ins: &[Tensor], active: &[bool]) -> (Vec<Tensor>, Saved) {
+pub(super) fn forward(prim: &Prim, ins: &[Tensor], active: &[bool], wanted: &[bool]) -> (Vec<Tensor>, Saved) {
     let s = Spec::of(prim, ins.len());
     let (nc, nk) = (s.nc, s.nk);
     // A carry is active if its initial value is, or the body makes it depend on an active operand.
@@ -295,7 +297,7 @@ pub(super) fn forward(prim: &Prim, ins: &[Tensor], active: &[bool]) -> (Vec<Tens
             break o;
         }
     };
-    let sel_ys: Vec<usize> = (0..s.ny()).filter(|&i| outs_active[nk + i]).collect();
+    let sel_ys: Vec<usize> = (0..s.ny()).filter(|&i| outs_active[nk + i] && wanted[nk + i]).collect();
     let step = StepVjp::new(&s, &sel_ys, &act);
     let (consts, rest) = ins.split_at(nc);
     let (init, xs) = rest.split_at(nk);
