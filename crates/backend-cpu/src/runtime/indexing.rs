@@ -7,6 +7,7 @@
 use super::parallel::Threads;
 use crate::CompileError;
 use kiln_ir::{DType, IndexMode, ScatterOp, TensorType};
+use smallvec::SmallVec;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Reads index `k` of an i32/u32 buffer, widened so both clamp alike.
@@ -226,7 +227,8 @@ impl SegmentSumPlan {
         // SAFETY: `k < n`, the ids' length.
         let id = |k: usize| unsafe { index(self.index_dtype, ids, k) };
         // Nominal cuts moved forward to the next change of id.
-        let cuts: Vec<usize> = (0..=self.chunks)
+        // Inline for up to 32 threads: a call allocates nothing.
+        let cuts: SmallVec<[usize; 33]> = (0..=self.chunks)
             .map(|c| {
                 let mut k = self.n * c / self.chunks;
                 while k > 0 && k < self.n && id(k) == id(k - 1) {
@@ -241,7 +243,7 @@ impl SegmentSumPlan {
             c if c == self.chunks || cuts[c] == self.n => i64::MAX,
             c => id(cuts[c]),
         };
-        let owned: Vec<(i64, i64)> = (0..self.chunks).map(|c| (bound(c), bound(c + 1))).collect();
+        let owned: SmallVec<[(i64, i64); 32]> = (0..self.chunks).map(|c| (bound(c), bound(c + 1))).collect();
         let stray = AtomicBool::new(owned.iter().any(|&(lo, hi)| lo > hi));
         if !stray.load(Ordering::Relaxed) {
             let ranges = |lo: i64, hi: i64| {
