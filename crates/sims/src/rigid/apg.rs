@@ -66,7 +66,9 @@ pub struct ApgArgs {
 impl Default for ApgArgs {
     fn default() -> Self {
         ApgArgs {
-            batch: 8,
+            // 8 envs give a noisy gradient: the return reaches 190 by a spike and falls back;
+            // with 32 it stays at 199.5–200 from iteration 42 on (measured, seed 0).
+            batch: 32,
             iterations: 300,
             horizon: 200,
             lr: 0.05,
