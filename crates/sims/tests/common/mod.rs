@@ -1,0 +1,5 @@
+//! Helpers shared by the sims integration tests.
+
+#![allow(dead_code)]
+
+pub mod brax;
