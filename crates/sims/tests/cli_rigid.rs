@@ -140,6 +140,9 @@ fn apg_rejects_bad_numbers_and_writes_nothing() {
     fails_cleanly("a-batch", &["apg", "--batch", "0"], &["--batch 0", "positive"]);
     fails_cleanly("a-iter", &["apg", "--iterations", "0"], &["--iterations 0", "positive"]);
     fails_cleanly("a-lr", &["apg", "--lr", "-1"], &["--lr -1", "positive"]);
+    fails_cleanly("a-lr-nan", &["apg", "--lr", "NaN"], &["--lr NaN", "positive"]);
+    // More envs than kiln's RNG draws in one call: an error, not a panic.
+    fails_cleanly("a-huge", &["apg", "--batch", "100000000000"], &["batch 100000000000", "2^32"]);
     fails_cleanly("a-trunc", &["apg", "--truncation", "7"], &["--truncation", "'7'", "200"]);
 }
 

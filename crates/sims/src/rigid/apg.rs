@@ -105,6 +105,9 @@ pub struct ApgResult {
 /// Why training could not run.
 #[derive(Debug, thiserror::Error)]
 pub enum ApgError {
+    /// An argument out of range (named in the message).
+    #[error("{0}")]
+    Args(String),
     /// The environment did not build.
     #[error(transparent)]
     Env(#[from] EnvError),
@@ -177,6 +180,10 @@ fn segment_return(
 
 /// Trains a policy on kiln's balancing task by analytic policy gradients. Errors: [`ApgError`].
 pub fn train(args: &ApgArgs) -> Result<ApgResult, ApgError> {
+    // kiln's counter-based RNG draws at most 2^32 values per call (one reset key per env).
+    if args.batch == 0 || args.batch > u32::MAX as usize {
+        return Err(ApgError::Args(format!("batch {}: must be in 1..=2^32-1 environments", args.batch)));
+    }
     let env = InvertedPendulum::new(Pipeline::Spring, args.dtype)?;
     let key = random::key(args.seed);
     let [policy_key, reset_key] = random::split2(&key);
