@@ -2,27 +2,13 @@
 //! `--out` untouched; a short run writes the three files.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
-fn kiln_sims(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_kiln-sims")).args(args).output().expect("the binary runs")
-}
+mod common;
+use common::cli::{kiln_sims, listing};
 
 /// A fresh scratch folder for one test.
 fn scratch(test: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("kiln-sims-cli-{}-{test}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn listing(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    names
+    common::cli::scratch("cli", test)
 }
 
 /// Runs a failing command against an `--out` holding a previous run's `params.json`; checks the exit

@@ -1,28 +1,15 @@
 //! `kiln-sims rollout` and `kiln-sims apg` as a user runs them: a tiny rollout's printed numbers, a
 //! tiny APG run's files, and bad input giving a clear error, a non-zero exit and nothing written.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::PathBuf;
+use std::process::Command;
 
-fn kiln_sims(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_kiln-sims")).args(args).output().expect("the binary runs")
-}
+mod common;
+use common::cli::{kiln_sims, listing};
 
 /// A fresh scratch folder for one test.
 fn scratch(test: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("kiln-sims-cli-rigid-{}-{test}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn listing(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    names
+    common::cli::scratch("cli-rigid", test)
 }
 
 /// The number printed right after `label` in `stdout`.
