@@ -247,17 +247,23 @@ fn ensemble_keys(config: &FitConfig, epoch: usize) -> Tensor {
 /// (the edge sums become one `scatter_add` into `[K, N]`): measured at 70,916 agents × 56 days,
 /// 7.3 ms of CPU per seed-day at K = 1 and 8.3 ms at K = 4 (`examples/ensemble_timing.rs`).
 pub fn ensemble_mean(model: &CovidModel, params: &CovidParams, keys: &Tensor) -> Daily {
+    mean_over_keys(model, params, keys, CovidModel::simulate)
+}
+
+/// The mean over the K keys `keys` (`u32[K, 2]`) of `simulate(model, params, key)`, every leaf
+/// averaged over the keys: `vmap` with the model and the parameters shared; K = 1 runs the one key
+/// unbatched (a plain segment_sum, split over threads).
+pub(crate) fn mean_over_keys<M: Tree + Clone, P: Tree + Clone, D: Tree>(
+    model: &M,
+    params: &P,
+    keys: &Tensor,
+    simulate: fn(&M, &P, &Tensor) -> D,
+) -> D {
     if keys.shape().dims().first() == Some(&1) {
-        // One member: no batch axis at all (a plain segment_sum, split over threads).
-        return model.simulate(params, &keys.index(0));
+        return simulate(model, params, &keys.index(0));
     }
-    let per_key = vmap(
-        |(m, p, k): (CovidModel, CovidParams, Tensor)| m.simulate(&p, &k),
-        (AxisSpec::NONE, AxisSpec::NONE, 0),
-        0,
-    );
-    let runs = per_key((model.clone(), params.clone(), keys.clone()));
-    Daily { infections: runs.infections.mean(0), deaths: runs.deaths.mean(0) }
+    let per_key = vmap(|(m, p, k): (M, P, Tensor)| simulate(&m, &p, &k), (AxisSpec::NONE, AxisSpec::NONE, 0), 0);
+    per_key((model.clone(), params.clone(), keys.clone())).map(|t| t.mean(0))
 }
 
 /// The loss of `objective` between the scaled simulated curves and the targets (a scalar).

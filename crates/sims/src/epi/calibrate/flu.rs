@@ -109,16 +109,7 @@ pub struct FluFitted {
 /// The ensemble-mean daily flu curves over the keys `keys` (`u32[K, 2]`), as
 /// [`super::ensemble_mean`] does for COVID.
 pub fn flu_ensemble_mean(model: &FluModel, params: &FluParams, keys: &Tensor) -> FluDaily {
-    if keys.shape().dims().first() == Some(&1) {
-        return model.simulate(params, &keys.index(0));
-    }
-    let per_key = vmap(
-        |(m, p, k): (FluModel, FluParams, Tensor)| m.simulate(&p, &k),
-        (AxisSpec::NONE, AxisSpec::NONE, 0),
-        0,
-    );
-    let runs = per_key((model.clone(), params.clone(), keys.clone()));
-    FluDaily { infections: runs.infections.mean(0), ili: runs.ili.mean(0) }
+    super::mean_over_keys(model, params, keys, FluModel::simulate)
 }
 
 /// Fits one R0 per week of `model` (its days must be `7 · weekly_ili.len()`) to the observed weekly
