@@ -293,7 +293,14 @@ fn compile_at(
                         let work = (*n * THREEFRY_OPS) as u64;
                         *chunks = cost::kernel_chunks(work, *n as i64, thread_count, min_task);
                     }
-                    _ => {}
+                    // Serial routines (gemm threads itself; sort, scatter and cumulative scans are
+                    // sequential by their semantics here); control steps split inside their bodies.
+                    Op::Kernel { .. }
+                    | Op::Cumulative(_)
+                    | Op::Dot(_)
+                    | Op::Control(_)
+                    | Op::Sort(_)
+                    | Op::Scatter(_) => {}
                 }
                 if let Some(t) = &mut text {
                     let note = match &op {

@@ -262,7 +262,8 @@ pub(crate) fn mean_over_keys<M: Tree + Clone, P: Tree + Clone, D: Tree>(
     if keys.shape().dims().first() == Some(&1) {
         return simulate(model, params, &keys.index(0));
     }
-    let per_key = vmap(|(m, p, k): (M, P, Tensor)| simulate(&m, &p, &k), (AxisSpec::NONE, AxisSpec::NONE, 0), 0);
+    let per_key =
+        vmap(|(m, p, k): (M, P, Tensor)| simulate(&m, &p, &k), (AxisSpec::NONE, AxisSpec::NONE, 0), 0);
     per_key((model.clone(), params.clone(), keys.clone())).map(|t| t.mean(0))
 }
 
