@@ -293,7 +293,7 @@ fn compile_at(
                         let work = (*n * THREEFRY_OPS) as u64;
                         *chunks = cost::kernel_chunks(work, *n as i64, thread_count, min_task);
                     }
-                    // Serial routines (gemm threads itself; sort, scatter and cumulative scans are
+                    // Not split here (gemm follows matrixmultiply's own setting; sort, scatter and cumulative scans are
                     // sequential by their semantics here); control steps split inside their bodies.
                     Op::Kernel { .. }
                     | Op::Cumulative(_)
