@@ -21,6 +21,7 @@ extern crate self as kiln;
 
 mod ad;
 mod checkpoint_policy;
+mod chunked;
 mod custom;
 mod jit;
 pub mod optim;
@@ -31,6 +32,7 @@ pub use ad::{
     vjp,
 };
 pub use checkpoint_policy::{AUTO_STORE_ALL_BYTES, Checkpoint, checkpoint_policy, with_checkpoint};
+pub use chunked::{ChunkedSpecialized, ChunkedVmap, DEFAULT_CHUNK, chunked_vmap};
 pub use custom::{checkpoint, custom_jvp, custom_vjp};
 pub use jit::{Compiled, Jit, JitOptions, JitStatic, Specialized, jit, jit_static};
 pub use kiln_ir as ir;
@@ -50,7 +52,7 @@ pub struct ReadmeDoctests;
 /// Everything a user program needs: `use kiln::prelude::*;`.
 pub mod prelude {
     pub use crate::methods::{All, Axes};
-    pub use crate::{AxisSpec, vmap, vmap_sized};
+    pub use crate::{AxisSpec, chunked_vmap, vmap, vmap_sized};
     pub use crate::{Checkpoint, with_checkpoint};
     pub use crate::{Compiled, Jit, JitOptions, JitStatic, Specialized, jit, jit_static};
     pub use crate::{

@@ -134,7 +134,7 @@ tuple_spec!(A 0, B 1, C 2, D 3, E 4, F 5);
 
 /// The spec as one `Option<i32>` per leaf of a value with `n` leaves whose top-level elements span
 /// `ranges` (`None`: every leaf is an element, as for outputs).
-fn resolve(
+pub(crate) fn resolve(
     spec: &AxisSpec,
     n: usize,
     ranges: Option<&[Range<usize>]>,
@@ -171,7 +171,7 @@ fn resolve(
 }
 
 /// `axis` (negative from the end) as a position in `0..rank`.
-fn normalize(axis: i32, rank: usize) -> Option<usize> {
+pub(crate) fn normalize(axis: i32, rank: usize) -> Option<usize> {
     let r = i64::try_from(rank).expect("rank fits i64");
     let a = if axis < 0 { i64::from(axis) + r } else { i64::from(axis) };
     (0..r).contains(&a).then(|| usize::try_from(a).expect("non-negative"))

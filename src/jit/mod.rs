@@ -553,6 +553,11 @@ impl<A: Tree, R: Tree> Specialized<A, R> {
     pub fn compiled(&self) -> &Arc<Compiled> {
         &self.compiled
     }
+
+    /// The output's structure, with placeholder leaves of the output types.
+    pub(crate) fn output(&self) -> &R {
+        &self.output
+    }
 }
 
 impl<A, R> std::fmt::Debug for Specialized<A, R> {

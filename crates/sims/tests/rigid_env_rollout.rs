@@ -5,7 +5,7 @@ use kiln::prelude::*;
 use kiln::random;
 use kiln_sims::rigid::envs::{Ant, Env, EnvName, EnvState, Pipeline};
 use kiln_sims::rigid::policy::Policy;
-use kiln_sims::rigid::rollout::{RolloutArgs, run, scan_steps};
+use kiln_sims::rigid::rollout::{RolloutArgs, run, scan_env_steps, scan_steps};
 use kiln_sims::rigid::wrappers::{VmapWrapper, wrap};
 
 #[test]
@@ -41,6 +41,37 @@ fn scanned_rollout_equals_stepping_one_call_at_a_time() {
     let got = scanned.1.to_vec::<f64>();
     for b in 0..batch {
         assert!((got[b] - total[b]).abs() < 1e-10, "reward sum {} vs {}", got[b], total[b]);
+    }
+}
+
+#[test]
+fn chunked_per_env_rollout_equals_the_whole_batch_scan() {
+    // What `rollout::run` runs: vmap(scan(per-env steps)) in chunks of 2 envs on 2 threads, batch 5
+    // (the last chunk is a second compiled size), against the whole batch's scan of the vmapped step.
+    let env = wrap(Ant::new(Pipeline::Spring, DType::F64).unwrap(), 4, 1); // episodes of 4: auto-reset runs
+    let batch = 5;
+    let policy = Policy::mlp(&random::key(3u32), &[27, 8], DType::F64);
+    let s0 = jit(|k: Tensor| VmapWrapper { env: &env, batch_size: batch }.reset(&k))
+        .call(&random::key(4u32))
+        .unwrap();
+    let zeros = Tensor::zeros(DType::F64, &[batch]);
+    let carry = (s0, zeros.clone(), zeros);
+    let steps = 6;
+    let whole = jit(|(p, c): (Policy, (EnvState, Tensor, Tensor))| scan_steps(&env, &p, c, steps))
+        .call(&(policy.clone(), carry.clone()))
+        .unwrap();
+    let per_env = |(p, c): (Policy, (EnvState, Tensor, Tensor))| scan_env_steps(&env, &p, c, steps);
+    let chunked = kiln::chunked_vmap(per_env, (kiln::AxisSpec::NONE, 0), 0)
+        .chunk(2)
+        .threads(2)
+        .call(&(policy, carry))
+        .unwrap();
+    assert_eq!(chunked.2.to_vec::<f64>(), vec![1.0; batch]); // one episode of 4 ended in each env
+    for (a, b) in chunked.leaves().iter().zip(whole.leaves()) {
+        assert_eq!(a.shape(), b.shape());
+        let (a, b) = (a.astype(DType::F64).to_vec::<f64>(), b.astype(DType::F64).to_vec::<f64>());
+        let err = a.iter().zip(&b).map(|(x, y)| (x - y).abs()).fold(0.0, f64::max);
+        assert!(err < 1e-10, "chunked vs whole |Δ| {err:e}");
     }
 }
 
