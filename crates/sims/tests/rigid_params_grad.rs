@@ -5,8 +5,10 @@
 //!   pipeline models joints as these stiff springs and dampers;
 //! - the ant with its feet on the floor (Brax's trajectory from env step 12), 10 env steps:
 //!   d(torso height)/d(friction, elasticity, the contact stiffness — the spring pipeline's Baumgarte
-//!   `baumgarte_erp`, the positional pipeline's `collide_scale` — and the link masses), spring and
-//!   positional.
+//!   `baumgarte_erp`, the positional pipeline's `collide_scale` — and the mass exponent
+//!   `spring_mass_scale`), spring and positional. Brax's ant sets `spring_mass_scale = 1`, so both
+//!   pipelines use `mass^(1 − 1) = 1` and the torso's height does not depend on the link masses at
+//!   all: the test checks that their gradient and finite differences are exactly 0.
 //!
 //! Every parameter is a leaf of the `Model` pytree, so the loss is a function of a tensor swapped into
 //! the model: nothing is baked in at trace time. Friction enters as `max(μ_plane, μ_foot)` and both
@@ -21,8 +23,9 @@ use common::brax::reference;
 
 /// Checks `jit(grad(loss))` at `params` against central differences of `jit(loss)`, each entry
 /// perturbed by `±eps[i] · max(|p|, 1)`, to `tol` relative (entries whose finite difference is
-/// below `floor · |largest derivative of that parameter|` are checked absolutely against that).
-fn check<F>(what: &str, loss: F, params: Vec<Tensor>, names: &[&str], tol: f64)
+/// below `1e-6 ·` the largest derivative of that parameter are checked absolutely against that).
+/// Parameters listed in `zero` must have exactly zero gradient and finite differences.
+fn check<F>(what: &str, loss: F, params: Vec<Tensor>, names: &[&str], zero: &[usize], tol: f64)
 where
     F: Fn(Vec<Tensor>) -> Tensor + Clone,
 {
@@ -45,6 +48,11 @@ where
                 value.call(&p).unwrap().item::<f64>()
             };
             let fd = (at(eps) - at(-eps)) / (2.0 * eps);
+            if zero.contains(&i) {
+                println!("{what}: d/d{name}[{k}] grad {:e}, central difference {fd:e}", g[k]);
+                assert!(g[k] == 0.0 && fd == 0.0, "{what}: d/d{name}[{k}] should be 0: {} and {fd}", g[k]);
+                continue;
+            }
             let rel = (g[k] - fd).abs() / fd.abs().max(1e-6 * g_max);
             println!("{what}: d/d{name}[{k}] grad {:.9e}, central difference {fd:.9e}, rel {rel:.1e}", g[k]);
             assert!(
@@ -55,7 +63,10 @@ where
             fds.push(fd);
         }
         // Not a vacuous check: the parameter moves the loss.
-        assert!(fds.iter().any(|fd| fd.abs() > 1e-8), "{what}: d/d{name} is zero: {fds:?}");
+        assert!(
+            zero.contains(&i) || fds.iter().any(|fd| fd.abs() > 1e-8),
+            "{what}: d/d{name} is zero: {fds:?}"
+        );
     }
 }
 
@@ -91,12 +102,12 @@ fn inverted_pendulum_pole_angle_gradient_wrt_masses_and_joint_springs_matches_ce
         last.q.index(1)
     };
     let names = ["mass", "constraint_stiffness", "constraint_vel_damping", "constraint_ang_damping"];
-    check("pendulum angle", loss, params, &names, 1e-4);
+    check("pendulum angle", loss, params, &names, &[], 1e-4);
 }
 
 /// The torso's height after 10 env steps from Brax's state at env step 12 (the ant stands on its
 /// feet), under Brax's actions, as a function of (friction factor, elasticity offset, contact
-/// stiffness, masses).
+/// stiffness, mass exponent, masses).
 fn ant_loss(
     file: &'static str,
     pipeline: fn(&Model, &State, &Tensor, usize) -> State,
@@ -115,7 +126,8 @@ fn ant_loss(
         m.geom_friction = &base.geom_friction * &p[0];
         m.elasticity = &base.elasticity + &p[1];
         set_stiffness(&mut m, p[2].clone());
-        m.mass = p[3].clone();
+        m.spring_mass_scale = p[3].clone();
+        m.mass = p[4].clone();
         let (last, ()) =
             scan(|s: State, a: Tensor| (pipeline(&m, &s, &a, n_frames), ()), s0.clone(), acts.clone());
         last.x.pos.index(0).index(2)
@@ -123,23 +135,35 @@ fn ant_loss(
     (loss, model)
 }
 
-const ANT_NAMES: [&str; 4] = ["friction factor", "elasticity offset", "contact stiffness", "mass"];
+const ANT_NAMES: [&str; 5] =
+    ["friction factor", "elasticity offset", "contact stiffness", "spring_mass_scale", "mass"];
 
 #[test]
-fn ant_spring_torso_height_gradient_wrt_friction_elasticity_erp_and_masses_matches_central_differences() {
+fn ant_spring_torso_height_gradient_wrt_friction_elasticity_erp_and_mass_exponent_matches_central_differences()
+ {
     let (loss, model) = ant_loss("ant_spring_f64.npz", spring::steps, |m, p| m.baumgarte_erp = p);
     let one = || Tensor::scalar_like(1.0, DType::F64);
-    let params =
-        vec![one(), Tensor::scalar_like(0.0, DType::F64), model.baumgarte_erp.clone(), model.mass.clone()];
-    check("ant spring torso z", loss, params, &ANT_NAMES, 1e-4);
+    let params = vec![
+        one(),
+        Tensor::scalar_like(0.0, DType::F64),
+        model.baumgarte_erp.clone(),
+        model.spring_mass_scale.clone(),
+        model.mass.clone(),
+    ];
+    check("ant spring torso z", loss, params, &ANT_NAMES, &[4], 1e-4);
 }
 
 #[test]
-fn ant_positional_torso_height_gradient_wrt_friction_elasticity_collide_scale_and_masses_matches_central_differences()
+fn ant_positional_torso_height_gradient_wrt_friction_elasticity_collide_scale_and_mass_exponent_matches_central_differences()
  {
     let (loss, model) = ant_loss("ant_positional_f64.npz", positional::steps, |m, p| m.collide_scale = p);
     let one = || Tensor::scalar_like(1.0, DType::F64);
-    let params =
-        vec![one(), Tensor::scalar_like(0.0, DType::F64), model.collide_scale.clone(), model.mass.clone()];
-    check("ant positional torso z", loss, params, &ANT_NAMES, 1e-4);
+    let params = vec![
+        one(),
+        Tensor::scalar_like(0.0, DType::F64),
+        model.collide_scale.clone(),
+        model.spring_mass_scale.clone(),
+        model.mass.clone(),
+    ];
+    check("ant positional torso z", loss, params, &ANT_NAMES, &[4], 1e-4);
 }
