@@ -1,8 +1,9 @@
-//! Times `jit(vmap(env.step))` for Brax's ant (or inverted pendulum) on the spring pipeline, f32:
+//! Times `jit(vmap(env.step))` for Brax's ant (or inverted pendulum) on the spring (or positional)
+//! pipeline, f32:
 //! compile time, env-steps/s over 20 steps after a warm-up, and the compiled program's cost report
 //! (kernels, runtime steps, bytes moved). Set `KILN_DUMP=<dir>` to also write the IR and plan.
 //!
-//! `cargo run --release -p kiln-sims --example rigid_timing [ant|inverted_pendulum] [batch]`
+//! `cargo run --release -p kiln-sims --example rigid_timing [ant|inverted_pendulum] [batch] [spring|positional]`
 
 use kiln::prelude::*;
 use kiln::random;
@@ -19,7 +20,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         _ => EnvName::Ant,
     };
     let batch: usize = args.get(2).map_or(Ok(1024), |s| s.parse())?;
-    let env = make(name, Pipeline::Spring, DType::F32)?;
+    let pipeline = match args.get(3).map(String::as_str) {
+        Some("positional") => Pipeline::Positional,
+        _ => Pipeline::Spring,
+    };
+    let env = make(name, pipeline, DType::F32)?;
     let batched = VmapWrapper { env: &env, batch_size: batch };
     let states = jit(|k: Tensor| batched.reset(&k)).call(&random::key(0u32))?;
     let actions = random::uniform(&random::key(1u32), &[batch, env.action_size()], DType::F32, -1.0, 1.0);
@@ -35,8 +40,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     let secs = started.elapsed().as_secs_f64();
     println!(
-        "{} spring, batch {batch}, f32: compile {compile:.3} s; {STEPS} steps in {secs:.4} s = {:.0} env-steps/s",
+        "{} {}, batch {batch}, f32: compile {compile:.3} s; {STEPS} steps in {secs:.4} s = {:.0} env-steps/s",
         name.name(),
+        pipeline.name(),
         (STEPS * batch) as f64 / secs
     );
     println!("{}", step.compiled().executable().cost_report());

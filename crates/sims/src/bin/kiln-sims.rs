@@ -91,6 +91,9 @@ struct RolloutCli {
     /// Float dtype: f32 (Brax's default) or f64.
     #[arg(long, default_value = "f32", value_parser = parse_dtype)]
     dtype: DType,
+    /// Also write the measurements (env-steps/s, compile s, ...) as a JSON object to FILE.
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
 }
 
 #[derive(clap::Args)]
@@ -942,6 +945,10 @@ fn run_rollout(args: &RolloutCli) -> Result<(), String> {
         report.episodes_done,
         report.nonfinite_envs
     );
+    if let Some(path) = &args.json {
+        let text = serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?;
+        std::fs::write(path, text).map_err(|e| format!("--json {}: {e}", path.display()))?;
+    }
     Ok(())
 }
 

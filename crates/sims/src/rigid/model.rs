@@ -145,6 +145,9 @@ pub struct Structure {
     /// `[L, 3, 3]` array (a scalar per body; see `spring::collisions`). `true` by default, which
     /// reproduces Brax's trajectories; `false` uses the full matrix.
     pub brax_contact_inertia: bool,
+    /// Width (m) of a smooth contact onset for gradient work, or `None` (default: Brax's hard gate;
+    /// see `spring::collisions` and `positional::collisions`).
+    pub contact_smoothing: Option<f64>,
 }
 
 impl Structure {
@@ -449,6 +452,7 @@ impl Model {
                 geom_links: sys.geoms.link.clone(),
                 contacts,
                 brax_contact_inertia: true,
+                contact_smoothing: None,
             },
         })
     }

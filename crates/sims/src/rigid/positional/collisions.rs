@@ -4,10 +4,20 @@
 //! cancels their tangential slip when static friction holds, then a velocity pass that applies
 //! dynamic friction and restitution, averaged over each link's penetrating rows. The contact rows
 //! (plane–sphere, plane–capsule) are the spring pipeline's, computed once per step after the joint
-//! pass, as Brax does. As in Brax, no smoothing of the contact onset.
+//! pass, as Brax does. As in Brax, no smoothing of the contact onset by default.
+//!
+//! **Optional smooth onset** ([`Structure::contact_smoothing`] `= Some(w)`, metres; for gradient
+//! work, not in Brax). The penetration depth `max(−dist, 0)` the position pass removes becomes
+//! `w · softplus(−dist / w)` (always ≥ 0, so a row never pulls a body towards the plane), and the
+//! gate `dist < 0` of static friction and of the velocity pass becomes the weight `σ(−dist / w)`;
+//! each link's velocity changes are averaged over `max(Σ weights, 1)` instead of the count of
+//! penetrating rows. As `w → 0` the result tends to the hard gate's; `None` (the default) is
+//! Brax's formulation, bit for bit.
 //!
 //! Unlike the spring pipeline, Brax's positional contacts read each body's full inverse inertia
 //! (`take(link_idx, axis=0)`), so there is no flattened-index quirk here.
+//!
+//! [`Structure::contact_smoothing`]: crate::rigid::Structure::contact_smoothing
 
 use crate::rigid::kinematics::index_tensor;
 use crate::rigid::model::Model;
@@ -131,9 +141,18 @@ pub(crate) fn resolve_position(
     let half = &(&n * &dist) / 2.0;
     let r0 = &(&c.pos + &half) - &b0.pos;
     let r1 = &(&c.pos - &half) - &b1.pos;
-    let dlambda = &(-&dist) / &(&(&weight(&b0, &r0, &n) + &weight(&b1, &r1, &n)) + 1e-6);
-    let colliding = dist.lt(&dist.zeros_like()).astype(model.dtype());
-    let p = &(&dlambda * &n) * &colliding;
+    let w_n = &(&weight(&b0, &r0, &n) + &weight(&b1, &r1, &n)) + 1e-6;
+    // The depth removed and the gate of static friction: Brax's hard `dist < 0`, or the smooth
+    // onset (module docs). `dlambda · colliding` is the row's normal multiplier either way.
+    let (dlambda, colliding) = match model.structure.contact_smoothing {
+        None => (&(-&dist) / &w_n, dist.lt(&dist.zeros_like()).astype(model.dtype())),
+        Some(width) => {
+            let depth = &kiln::nn::softplus(&(&(-&dist) / width)) * width;
+            (&depth / &w_n, (&(-&dist) / width).sigmoid())
+        }
+    };
+    let smooth = model.structure.contact_smoothing.is_some();
+    let p = if smooth { &dlambda * &n } else { &(&dlambda * &n) * &colliding };
     let mut pos0 = &p * &b0.m_inv;
     let mut pos1 = &(-&p) * &b1.m_inv;
     let mut rot0 = turn(&b0, &r0, &p);
@@ -166,7 +185,7 @@ pub(crate) fn resolve_position(
     };
     let (dpos, drot) = (per_link(&pos0, &pos1), per_link(&rot0, &rot1));
     let x_i = Transform { pos: &x_i.pos + &dpos, rot: normalize(&(&x_i.rot + &drot)) };
-    (x_i, &dlambda * &colliding)
+    (x_i, if smooth { dlambda } else { &dlambda * &colliding })
 }
 
 /// Brax `positional.collisions.resolve_velocity`: the velocity change `[L, 3]` (linear, angular)
@@ -219,17 +238,31 @@ pub(crate) fn resolve_velocity(
     let dlambda_rest = &c_rest / &(&(&weight(&b0, &r0, &n_rest) + &weight(&b1, &r1_surface, &n_rest)) + 1e-6);
     let zero = dist.zeros_like();
     let penetrating = dist.lt(&zero);
+    let gate = match model.structure.contact_smoothing {
+        None => penetrating.astype(model.dtype()),
+        Some(width) => (&(-&dist) / width).sigmoid(),
+    };
     let sinking = v_n_prev.le(&zero).astype(model.dtype());
-    let p = &(&(&(&dlambda_rest * &n_rest) * &sinking) + &p_dyn) * &penetrating.astype(model.dtype());
+    let p = &(&(&(&dlambda_rest * &n_rest) * &sinking) + &p_dyn) * &gate;
 
     // The impulse on body 0, the opposite one on body 1, as impulses at the centres of mass
     // (Brax `Transform.do(Force)` with zero torque: torque = offset × force), averaged per link.
     let vel = rows.sum_to_links(&p, &(-&p), num_links);
     let ang = rows.sum_to_links(&cross(&r0, &p), &cross(&r1, &(-&p)), num_links);
-    // Brax counts penetrating rows in f32 whatever the dtype, and adds 1e-8 there.
-    let active = penetrating.squeeze(-1).astype(DType::F32);
-    let count = rows.sum_to_links(&active, &active, num_links);
-    let count = (&count + 1e-8).astype(model.dtype()).expand_dims(-1);
+    let count = match model.structure.contact_smoothing {
+        // Brax counts penetrating rows in f32 whatever the dtype, and adds 1e-8 there.
+        None => {
+            let active = penetrating.squeeze(-1).astype(DType::F32);
+            let count = rows.sum_to_links(&active, &active, num_links);
+            (&count + 1e-8).astype(model.dtype()).expand_dims(-1)
+        }
+        // Smooth onset: the summed weights, at least 1.
+        Some(_) => {
+            let weight = gate.squeeze(-1);
+            let total = rows.sum_to_links(&weight, &weight, num_links);
+            total.maximum(&total.ones_like()).expand_dims(-1)
+        }
+    };
     let (vel, ang) = (&vel / &count, &ang / &count);
     Motion { vel: &m_inv.expand_dims(-1) * &vel, ang: mat_vec(&i_inv, &ang) }
 }

@@ -2,7 +2,17 @@
 //! `plane_capsule` colliders): velocity impulses after Tiny Differentiable Simulator's smooth
 //! solver — a normal impulse with restitution and a Baumgarte term `erp/dt · dist`, a friction
 //! impulse capped at `μ ×` the normal one — applied only where the row penetrates, approaches and
-//! pushes, and averaged over each link's active rows. As Brax, no smoothing of the contact onset.
+//! pushes, and averaged over each link's active rows. As Brax, no smoothing of the contact onset
+//! by default.
+//!
+//! **Optional smooth onset** ([`Structure::contact_smoothing`] `= Some(w)`, metres; for gradient
+//! work, not in Brax). The hard penetration gate `dist < 0` becomes the weight `σ(−dist / w)`, so a
+//! row starts pushing (a little) while it is still up to a few `w` above the plane, and its
+//! impulse, and the gradient through it, grow smoothly from zero. Each link's rows are then averaged
+//! over `max(Σ weights, 1)` instead of the count of active rows, so a barely touching row pushes
+//! `σ` times its impulse rather than all of it. The other gates stay hard (approaching, `impulse >
+//! 0` — the impulse is continuous there —, sliding faster than 1 mm/s for friction). As `w → 0` the
+//! result tends to the hard gate's; `None` (the default) is Brax's formulation, bit for bit.
 //!
 //! **A Brax quirk kept on purpose.** Brax 0.14 reads each body's inverse inertia in the impulse as
 //! `state.i_inv.take(link_idx)` with no axis, which indexes the *flattened* `[L, 3, 3]` array: body
@@ -12,6 +22,7 @@
 //! `true`) reproduces it; set it to `false` for the full matrix `I⁻¹ (r × d)`.
 //!
 //! [`Structure::brax_contact_inertia`]: crate::rigid::Structure::brax_contact_inertia
+//! [`Structure::contact_smoothing`]: crate::rigid::Structure::contact_smoothing
 
 use crate::rigid::kinematics::index_tensor;
 use crate::rigid::model::Model;
@@ -158,10 +169,23 @@ pub(crate) fn resolve(
     let impulse_d_vec = &(&impulse_d * -1.0) * &dir_d;
 
     let zero = dist.zeros_like();
-    let apply_n = dist.lt(&zero).logical_and(&normal_vel.lt(&zero)).logical_and(&impulse.gt(&zero));
-    let apply_d = apply_n.logical_and(&speed_d.gt(&Tensor::scalar_like(1e-3, model.dtype())));
-    let f =
-        &(&impulse_vec * &apply_n.astype(model.dtype())) + &(&impulse_d_vec * &apply_d.astype(model.dtype()));
+    let dtype = model.dtype();
+    let sliding = speed_d.gt(&Tensor::scalar_like(1e-3, dtype));
+    // Per-row weights of the normal and friction impulses: Brax's hard gates, or the smooth onset.
+    let (apply_n, weight_n, weight_d) = match s.contact_smoothing {
+        None => {
+            let apply_n = dist.lt(&zero).logical_and(&normal_vel.lt(&zero)).logical_and(&impulse.gt(&zero));
+            let apply_d = apply_n.logical_and(&sliding);
+            (Some(apply_n.clone()), apply_n.astype(dtype), apply_d.astype(dtype))
+        }
+        Some(width) => {
+            let pushing = normal_vel.lt(&zero).logical_and(&impulse.gt(&zero)).astype(dtype);
+            let weight = &(&(-&dist) / width).sigmoid() * &pushing;
+            let weight_d = &weight * &sliding.astype(dtype);
+            (None, weight, weight_d)
+        }
+    };
+    let f = &(&impulse_vec * &weight_n) + &(&impulse_d_vec * &weight_d);
 
     // The impulse on body 1, the opposite one on body 2, as linear and angular impulses at the
     // centres of mass; averaged over each link's active rows.
@@ -173,10 +197,20 @@ pub(crate) fn resolve(
     let ids = Tensor::from_vec(&[2 * n_rows], ids);
     let lin = Tensor::concatenate(&[f.clone(), -&f], 0);
     let ang = Tensor::concatenate(&[cross(&p1, &f), cross(&p2, &(-&f))], 0);
-    // Brax counts active rows in f32 whatever the dtype, and adds 1e-8 there.
-    let active = apply_n.astype(DType::F32);
-    let count = Tensor::concatenate(&[active.clone(), active], 0).segment_sum(&ids, n_links);
-    let count = (&count + 1e-8).astype(model.dtype());
+    let count = match apply_n {
+        // Brax counts active rows in f32 whatever the dtype, and adds 1e-8 there.
+        Some(apply_n) => {
+            let active = apply_n.astype(DType::F32);
+            let count = Tensor::concatenate(&[active.clone(), active], 0).segment_sum(&ids, n_links);
+            (&count + 1e-8).astype(dtype)
+        }
+        // Smooth onset: the summed weights, at least 1 (see the module docs).
+        None => {
+            let weight = weight_n.clone();
+            let total = Tensor::concatenate(&[weight.clone(), weight], 0).segment_sum(&ids, n_links);
+            total.maximum(&total.ones_like())
+        }
+    };
     let lin = &lin.segment_sum(&ids, n_links) / &count;
     let ang = &ang.segment_sum(&ids, n_links) / &count;
     Some(Motion { vel: &lin / mass, ang: mat_vec(i_inv, &ang) })
