@@ -117,7 +117,6 @@ fn rollout_rejects_steps_zero() {
 #[test]
 fn rollout_rejects_unknown_env_and_pipeline_and_dtype() {
     fails_cleanly("r-env", &["rollout", "--env", "humanoid"], &["--env", "humanoid", "inverted_pendulum"]);
-    fails_cleanly("r-reacher", &["rollout", "--env", "reacher"], &["--env", "reacher", "slide joints"]);
     fails_cleanly("r-pipe", &["rollout", "--pipeline", "generalized"], &["--pipeline", "generalized"]);
     fails_cleanly("r-dtype", &["rollout", "--dtype", "f16"], &["--dtype", "f16", "f32 or f64"]);
 }

@@ -5,7 +5,7 @@
 //! constants (axes, joint frames) are static tensors over the links of one kind, and results are
 //! put back in link order with one gather.
 
-use super::model::{LinkKind, Model, OneDof};
+use super::model::{LinkKind, Model, OneDof, SlideStack};
 use super::quat::{
     cross, dot, inv_rotate, normalize, quat_inv, quat_mul, quat_rot_axis, rotate, signed_angle,
 };
@@ -55,7 +55,7 @@ impl OneDofLinks {
             .enumerate()
             .filter_map(|(l, k)| match k {
                 LinkKind::OneDof(d) => Some((l, *d)),
-                LinkKind::Free { .. } => None,
+                LinkKind::Free { .. } | LinkKind::Slides(_) => None,
             })
             .collect();
         let n = joints.len();
@@ -98,6 +98,77 @@ impl OneDofLinks {
     }
 }
 
+/// The static constants of the slide-stack links (Brax link types `2`/`3` of slides), as tensors
+/// of the model's dtype (`n` = their number).
+pub(crate) struct SlideLinks {
+    /// Their link indices, in link order.
+    pub links: Vec<usize>,
+    /// Their stacks.
+    pub stacks: Vec<SlideStack>,
+    /// The most slides on one of them (2 or 3); rows past it are zero for every link.
+    pub rows: usize,
+    /// Row `k` of every link's slide axes (`[n, 3]`; zero past its count: Brax's padding).
+    pub axes: [Tensor; 3],
+    /// DoF of row `k` of every link (the first slide's past its count, where the axis is zero).
+    pub dofs: [Vec<usize>; 3],
+    /// `[n, 1]` 1.0 for stacks of two (Brax `_two_dof`), 0.0 for three (`_three_dof`).
+    pub is_two: Tensor,
+}
+
+impl SlideLinks {
+    pub(crate) fn new(model: &Model) -> SlideLinks {
+        let (links, stacks): (Vec<usize>, Vec<SlideStack>) = model
+            .structure
+            .kinds
+            .iter()
+            .enumerate()
+            .filter_map(|(l, k)| match k {
+                LinkKind::Slides(st) => Some((l, *st)),
+                LinkKind::Free { .. } | LinkKind::OneDof(_) => None,
+            })
+            .unzip();
+        let n = links.len();
+        let row = |k: usize| {
+            let data: Vec<f64> = stacks.iter().flat_map(|st| st.axes[k]).collect();
+            model.constant(&[n, 3], &data)
+        };
+        let two: Vec<f64> = stacks.iter().map(|st| if st.count == 2 { 1.0 } else { 0.0 }).collect();
+        SlideLinks {
+            rows: stacks.iter().map(|st| st.count).max().unwrap_or(0),
+            axes: [row(0), row(1), row(2)],
+            dofs: [0, 1, 2].map(|k| stacks.iter().map(|st| st.dofs[k]).collect()),
+            is_two: model.constant(&[n, 1], &two),
+            links,
+            stacks,
+        }
+    }
+
+    /// Rows `self.links` of a per-link tensor `[L, ...]`.
+    pub(crate) fn rows(&self, x: &Tensor) -> Tensor {
+        take_rows(x, &self.links)
+    }
+
+    /// `Σₖ axisₖ valueₖ` over the stacks' rows, where `value: [nv]` is gathered per row (`[n, 3]`):
+    /// Brax's `jp.sum(vmap(multiply)(motion.vel, tau), 0)` for a joint force, for example.
+    pub(crate) fn along_axes(&self, value: &Tensor) -> Tensor {
+        let mut sum: Option<Tensor> = None;
+        for k in 0..self.rows {
+            let v = value.take(&index_tensor(&self.dofs[k]), 0).expand_dims(-1);
+            let term = &self.axes[k] * &v;
+            sum = Some(match sum {
+                None => term,
+                Some(s) => &s + &term,
+            });
+        }
+        sum.expect("a slide stack has at least two rows")
+    }
+
+    /// Each link's coordinates along its slide axes, row `k` (`[n, 1]` each): `axisₖ · v`.
+    pub(crate) fn coords(&self, v: &Tensor) -> Vec<Tensor> {
+        (0..self.rows).map(|k| dot(&self.axes[k], v)).collect()
+    }
+}
+
 /// Rows `idx` of `x` along axis 0 (identity when `idx` is `0..L`).
 pub(crate) fn take_rows(x: &Tensor, idx: &[usize]) -> Tensor {
     let n = x.shape().dims()[0];
@@ -134,6 +205,19 @@ pub fn forward(model: &Model, q: &Tensor, qd: &Tensor) -> (Transform, Motion) {
                 (
                     Transform { pos: &vel_axis * &qi, rot: normalize(&quat_rot_axis(&ang_axis, &qi)) },
                     Motion { vel: &vel_axis * &qdi, ang: &ang_axis * &qdi },
+                )
+            }
+            LinkKind::Slides(st) => {
+                // Brax `jcalc` composes the slides one at a time; their rotations are the identity.
+                let (mut pos, mut vel) = (model.constant(&[3], &[0.0; 3]), model.constant(&[3], &[0.0; 3]));
+                for k in 0..st.count {
+                    let axis = model.constant(&[3], &st.axes[k]);
+                    pos = &pos + &(&axis * &q.index(st.q_index[k] as i64));
+                    vel = &vel + &(&axis * &qd.index(st.dofs[k] as i64));
+                }
+                (
+                    Transform { pos, rot: model.constant(&[4], &[1.0, 0.0, 0.0, 0.0]) },
+                    Motion { vel, ang: model.constant(&[3], &[0.0; 3]) },
                 )
             }
         };
@@ -219,7 +303,7 @@ pub fn inverse(model: &Model, frames: &JointFrames) -> (Tensor, Tensor) {
         .enumerate()
         .filter_map(|(l, k)| match k {
             LinkKind::Free { q_index, dof } => Some((l, *q_index, *dof)),
-            LinkKind::OneDof(_) => None,
+            LinkKind::OneDof(_) | LinkKind::Slides(_) => None,
         })
         .collect();
     if !free.is_empty() {
@@ -259,6 +343,27 @@ pub fn inverse(model: &Model, frames: &JointFrames) -> (Tensor, Tensor) {
             let LinkKind::OneDof(d) = s.kinds[one.links[k]] else { unreachable!("one-dof links") };
             q_at[d.q_index] = q_len + k;
             qd_at[dof] = qd_len + k;
+        }
+        q_len += one.links.len();
+        qd_len += one.links.len();
+    }
+    // Slide stacks: Brax `axis_slide_vel`, each slide's coordinate and velocity along its axis.
+    let slides = SlideLinks::new(model);
+    if !slides.links.is_empty() {
+        let (mut row_links, mut row_axes, mut rows) = (Vec::new(), Vec::new(), Vec::new());
+        for (&l, st) in slides.links.iter().zip(&slides.stacks) {
+            for k in 0..st.count {
+                row_links.push(l);
+                row_axes.extend(st.axes[k]);
+                rows.push((st.q_index[k], st.dofs[k]));
+            }
+        }
+        let axes = model.constant(&[row_links.len(), 3], &row_axes);
+        q_parts.push(dot(&axes, &take_rows(&j.pos, &row_links)).squeeze(-1));
+        qd_parts.push(dot(&axes, &take_rows(&jd.vel, &row_links)).squeeze(-1));
+        for (k, &(qi, di)) in rows.iter().enumerate() {
+            q_at[qi] = q_len + k;
+            qd_at[di] = qd_len + k;
         }
     }
     let assemble = |parts: Vec<Tensor>, at: &[usize]| {

@@ -39,7 +39,7 @@ pub mod wrappers;
 
 pub use error::{MjcfError, MjcfErrorKind};
 pub use mjcf::IGNORED_ELEMENTS;
-pub use model::{ContactRow, LinkKind, Model, ModelError, OneDof, Structure};
+pub use model::{ContactRow, LinkKind, Model, ModelError, OneDof, SlideStack, Structure};
 pub use state::{Motion, State, Transform};
 pub use system::{Actuators, GeomType, Geoms, JointType, Joints, Links, System};
 

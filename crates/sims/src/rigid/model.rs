@@ -13,9 +13,12 @@ use thiserror::Error;
 /// A [`System`] the rigid pipelines cannot run.
 #[derive(Debug, Error, PartialEq)]
 pub enum ModelError {
-    /// A link with several joints (Brax's link types `2`, `3`): not implemented in kiln yet.
+    /// A link whose joints kiln cannot run: a stack of joints that are not all slides (Brax's
+    /// rotational and mixed link types `2`, `3`: not implemented in kiln yet), more than three
+    /// joints, a free joint stacked with others, or stacked joints at different anchors (Brax
+    /// rejects the last two as well).
     #[error(
-        "link `{link}` has {joints} joints; kiln's rigid pipelines support one hinge/slide or one free joint per link"
+        "link `{link}` has {joints} joints; kiln's rigid pipelines support one hinge/slide, one free joint, or a stack of 2 or 3 slides sharing one anchor per link"
     )]
     JointStack {
         /// The link's body name.
@@ -83,7 +86,23 @@ impl OneDof {
     }
 }
 
-/// How a link moves relative to its parent (Brax `link_types`: `f` or `1`).
+/// Two or three slide joints on one link (Brax link type `2` or `3` with translational DoFs only,
+/// e.g. reacher's target). Brax `jcalc` composes them one DoF at a time; with identity rotations
+/// that is `pos = Σₖ axisₖ qₖ`, `vel = Σₖ axisₖ q̇ₖ`, no rotation.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SlideStack {
+    /// Number of slides (2 or 3).
+    pub count: usize,
+    /// DoF index in `qd` of each slide (entries past `count` repeat the first; unused).
+    pub dofs: [usize; 3],
+    /// Coordinate index in `q` of each slide (likewise).
+    pub q_index: [usize; 3],
+    /// Brax `dof.motion.vel` of each slide: its unit axis in the link frame (zero past `count`,
+    /// which is Brax's `_sphericalize` padding).
+    pub axes: [[f64; 3]; 3],
+}
+
+/// How a link moves relative to its parent (Brax `link_types`: `f`, `1`, or `2`/`3` of slides).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum LinkKind {
     /// A free joint: 7 coordinates (world position, w-x-y-z quaternion) and 6 DoFs (linear, then
@@ -96,6 +115,8 @@ pub enum LinkKind {
     },
     /// One hinge or slide.
     OneDof(OneDof),
+    /// Two or three slides.
+    Slides(SlideStack),
 }
 
 /// One contact row between a plane and a sphere (or one end of a capsule), as MJX's colliders make
@@ -305,7 +326,7 @@ fn contact_rows(sys: &System) -> Result<Vec<ContactRow>, ModelError> {
 
 impl Model {
     /// Builds the tensors of `sys` in `dtype` (f32 or f64). Errors: [`ModelError`] for links with
-    /// several joints, custom values of the wrong length, colliding geom pairs other than plane–sphere
+    /// several joints other than a stack of 2 or 3 slides at one anchor, custom values of the wrong length, colliding geom pairs other than plane–sphere
     /// and plane–capsule, or a non-float dtype.
     pub fn new(sys: &System, dtype: DType) -> Result<Model, ModelError> {
         if !matches!(dtype, DType::F32 | DType::F64) {
@@ -317,11 +338,33 @@ impl Model {
         for link in 0..num_links {
             let joints: Vec<usize> =
                 (0..sys.joints.link.len()).filter(|&j| sys.joints.link[j] == link).collect();
+            let stack_error =
+                || ModelError::JointStack { link: sys.links.names[link].clone(), joints: joints.len() };
+            if let [first, ..] = joints[..]
+                && joints.len() > 1
+            {
+                // Brax `mjcf.load_model`: a stack shares the first joint's anchor (it rejects others).
+                let slides = joints.iter().all(|&j| sys.joints.types[j] == JointType::Slide);
+                let one_anchor = joints.iter().all(|&j| sys.joints.pos[j] == sys.joints.pos[first]);
+                if !slides || joints.len() > 3 || !one_anchor {
+                    return Err(stack_error());
+                }
+                let pick = |k: usize| joints[k.min(joints.len() - 1)];
+                let mut axes = [[0.0; 3]; 3];
+                for (k, &j) in joints.iter().enumerate() {
+                    axes[k] = sys.joints.axis[j];
+                }
+                kinds.push(LinkKind::Slides(SlideStack {
+                    count: joints.len(),
+                    dofs: [0, 1, 2].map(|k| sys.joints.dof_start[pick(k)]),
+                    q_index: [0, 1, 2].map(|k| sys.joints.q_start[pick(k)]),
+                    axes,
+                }));
+                joint_pos.extend(sys.joints.pos[first]);
+                continue;
+            }
             let [j] = joints[..] else {
-                return Err(ModelError::JointStack {
-                    link: sys.links.names[link].clone(),
-                    joints: joints.len(),
-                });
+                return Err(stack_error());
             };
             let (q_index, dof) = (sys.joints.q_start[j], sys.joints.dof_start[j]);
             let axis = sys.joints.axis[j];

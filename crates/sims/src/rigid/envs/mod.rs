@@ -11,9 +11,7 @@
 //! environments and wrappers do not change with it.
 //!
 //! Environments (one file each; rewards, observations, reset noise and termination are Brax's):
-//! [`InvertedPendulum`], [`InvertedDoublePendulum`], [`Ant`]. Brax's `reacher` is not provided: its
-//! target body has two stacked slide joints (Brax link type `2`), which kiln's spring model rejects
-//! today ([`super::ModelError::JointStack`]).
+//! [`InvertedPendulum`], [`InvertedDoublePendulum`], [`Reacher`], [`Ant`].
 //!
 //! ```
 //! use kiln::prelude::*;
@@ -29,10 +27,12 @@
 mod ant;
 mod inverted_double_pendulum;
 mod inverted_pendulum;
+mod reacher;
 
 pub use ant::Ant;
 pub use inverted_double_pendulum::InvertedDoublePendulum;
 pub use inverted_pendulum::InvertedPendulum;
+pub use reacher::Reacher;
 
 use super::model::{Model, ModelError};
 use super::state::State;
@@ -240,6 +240,8 @@ pub enum EnvName {
     InvertedDoublePendulum,
     /// `ant`.
     Ant,
+    /// `reacher`.
+    Reacher,
 }
 
 impl EnvName {
@@ -249,21 +251,20 @@ impl EnvName {
             EnvName::InvertedPendulum => "inverted_pendulum",
             EnvName::InvertedDoublePendulum => "inverted_double_pendulum",
             EnvName::Ant => "ant",
+            EnvName::Reacher => "reacher",
         }
     }
 
-    /// Parses a Brax env name (`ant`, `inverted_pendulum`, `inverted_double_pendulum`; `ip` and
+    /// Parses a Brax env name (`ant`, `inverted_pendulum`, `inverted_double_pendulum`, `reacher`; `ip` and
     /// `idp` are accepted too). Errors: a message listing the names.
     pub fn parse(name: &str) -> Result<EnvName, String> {
         match name {
             "inverted_pendulum" | "ip" => Ok(EnvName::InvertedPendulum),
             "inverted_double_pendulum" | "idp" => Ok(EnvName::InvertedDoublePendulum),
             "ant" => Ok(EnvName::Ant),
-            "reacher" => Err("reacher needs two stacked slide joints on one body (its target), which \
-                 kiln's spring model does not support yet"
-                .into()),
+            "reacher" => Ok(EnvName::Reacher),
             other => Err(format!(
-                "unknown env `{other}`; kiln has: ant, inverted_pendulum, inverted_double_pendulum"
+                "unknown env `{other}`; kiln has: ant, inverted_pendulum, inverted_double_pendulum, reacher"
             )),
         }
     }
@@ -276,6 +277,7 @@ pub fn make(name: EnvName, pipeline: Pipeline, dtype: DType) -> Result<Box<dyn E
         EnvName::InvertedPendulum => Box::new(InvertedPendulum::new(pipeline, dtype)?),
         EnvName::InvertedDoublePendulum => Box::new(InvertedDoublePendulum::new(pipeline, dtype)?),
         EnvName::Ant => Box::new(Ant::new(pipeline, dtype)?),
+        EnvName::Reacher => Box::new(Reacher::new(pipeline, dtype)?),
     })
 }
 
