@@ -177,9 +177,9 @@ fn eager_peak_heap_auto_below_store_all() {
 #[test]
 fn auto_checkpoints_only_above_its_memory_budget() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    // T = 10⁴ steps of a 2·10⁴-float state: residuals ≈ T·2·s·4 B = 1.6 GB > AUTO_STORE_ALL_BYTES,
+    // T = 10⁴ steps of a 5·10⁴-float state: residuals ≈ T·2·s·4 B = 4 GB > AUTO_STORE_ALL_BYTES,
     // so Auto saves the ⌈√T⌉ = 100 segment-start carries, like Sqrt (the IR is built, never run).
-    let (t, s) = (10_000usize, 20_000usize);
+    let (t, s) = (10_000usize, 50_000usize);
     assert!(t * 2 * s * 4 > kiln_transform::ad::AUTO_STORE_ALL_BYTES);
     let f = program(t, s);
     assert_eq!(kept_floats(&grad_ir(&f, Checkpoint::Auto)), 100 * s);

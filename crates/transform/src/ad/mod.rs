@@ -30,6 +30,7 @@
 
 mod control;
 mod jvp_rules;
+mod mincut;
 mod partition;
 mod scan;
 mod vjp_rules;

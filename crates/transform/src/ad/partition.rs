@@ -6,11 +6,13 @@
 //! parameters, e.g. a scan's consts), `Varying` (on a per-step primal parameter) or `Backward` (on a
 //! cotangent parameter). `Backward` equations go to `bwd`, `Varying` ones to `fwd`; `Const` and
 //! `Invariant` ones are cheap to recompute and are emitted in whichever part uses them (both, if
-//! both do), so they never become stored residuals. Residuals are the `Varying` values computed in
-//! `fwd` that `bwd` uses; `bwd` also receives every primal parameter (see
+//! both do), so they never become stored residuals. Cheap elementwise `Varying` equations may be
+//! recomputed in `bwd` as well (rematerialization) when that stores fewer bytes per step. Residuals
+//! are the `Varying` values computed in `fwd` that `bwd` uses; `bwd` also receives every primal parameter (see
 //! [`Partition::primal_used_by_bwd`] for which it actually reads).
 
-use kiln_ir::{Function, TensorType, Var};
+use super::mincut::{FlowNet, INF};
+use kiln_ir::{BinaryOp, Function, Prim, TensorType, UnaryOp, Var};
 use kiln_trace::{Tensor, at_location, lax};
 
 /// How a value depends on the parameters, ordered so that an equation's level is its inputs' max.
@@ -60,20 +62,10 @@ pub(crate) fn partition(g: &Function, invariant: &[bool], n_fwd_out: usize) -> P
 
     // What the backward part needs: walk back from its outputs through equations it must emit
     // (`Backward` ones, and cheap ones it recomputes); `Varying` values it reaches are residuals.
+    // Two candidate cuts: store every `Varying` value bwd reads, or also recompute cheap elementwise
+    // `Varying` equations in bwd (rematerialization, like JAX's `checkpoint` policies) so that only
+    // the inputs of costly ones are stored; the cut with fewer stored bytes per step wins.
     let (fwd_outs, bwd_outs) = g.outputs.split_at(n_fwd_out);
-    let mut bwd_need = vec![false; g.vars.len()];
-    for v in bwd_outs {
-        bwd_need[v.index()] = true;
-    }
-    let mut bwd_eqns = vec![false; g.eqns.len()];
-    for (i, eqn) in g.eqns.iter().enumerate().rev() {
-        if eqn_level[i] != Level::Varying && eqn.outputs.iter().any(|v| bwd_need[v.index()]) {
-            bwd_eqns[i] = true;
-            for v in &eqn.inputs {
-                bwd_need[v.index()] = true;
-            }
-        }
-    }
     let is_param = {
         let mut p = vec![false; g.vars.len()];
         for v in &g.params {
@@ -81,13 +73,56 @@ pub(crate) fn partition(g: &Function, invariant: &[bool], n_fwd_out: usize) -> P
         }
         p
     };
-    // Residuals in definition order, so the listing is deterministic.
-    let residuals: Vec<Var> = g
-        .eqns
-        .iter()
-        .flat_map(|e| e.outputs.iter().copied())
-        .filter(|v| bwd_need[v.index()] && level[v.index()] == Level::Varying && !is_param[v.index()])
-        .collect();
+    // `stored`: None stores every `Varying` value bwd reaches; Some(set) recomputes cheap `Varying`
+    // equations in bwd unless their output is in the set.
+    let cut = |stored: Option<&[bool]>| -> BwdCut {
+        let mut need = vec![false; g.vars.len()];
+        for v in bwd_outs {
+            need[v.index()] = true;
+        }
+        let mut eqns = vec![false; g.eqns.len()];
+        let mut defined = vec![false; g.vars.len()];
+        for (i, eqn) in g.eqns.iter().enumerate().rev() {
+            let remat = stored.is_some_and(|set| {
+                recompute_is_cheap(&eqn.prim) && !eqn.outputs.iter().any(|v| set[v.index()])
+            });
+            let emit = eqn_level[i] != Level::Varying || remat;
+            if emit && eqn.outputs.iter().any(|v| need[v.index()]) {
+                eqns[i] = true;
+                for v in &eqn.outputs {
+                    defined[v.index()] = true;
+                }
+                for v in &eqn.inputs {
+                    need[v.index()] = true;
+                }
+            }
+        }
+        // Residuals in definition order, so the listing is deterministic.
+        let residuals: Vec<Var> = g
+            .eqns
+            .iter()
+            .flat_map(|e| e.outputs.iter().copied())
+            .filter(|v| {
+                need[v.index()]
+                    && level[v.index()] == Level::Varying
+                    && !is_param[v.index()]
+                    && !defined[v.index()]
+            })
+            .collect();
+        // Per-step primal parameters bwd reads are stored too (a scan's carries).
+        let params_read = g.params[..n_primal]
+            .iter()
+            .zip(invariant)
+            .filter(|(p, inv)| !**inv && need[p.index()])
+            .map(|(p, _)| *p);
+        let stored_bytes = residuals.iter().copied().chain(params_read).map(|v| bytes(g.var_type(v))).sum();
+        BwdCut { need, eqns, residuals, stored_bytes }
+    };
+    let store = cut(None);
+    let min_cut = cheapest_stored_set(g, &level, &is_param, &store);
+    let remat = cut(Some(&min_cut));
+    let BwdCut { need: bwd_need, eqns: bwd_eqns, residuals, .. } =
+        if remat.stored_bytes < store.stored_bytes { remat } else { store };
 
     // What the forward part needs: its outputs and the residuals.
     let mut fwd_need = vec![false; g.vars.len()];
@@ -130,6 +165,134 @@ pub(crate) fn partition(g: &Function, invariant: &[bool], n_fwd_out: usize) -> P
     Partition { fwd, bwd, residual_types, primal_used_by_bwd }
 }
 
+/// One way of cutting `g` between its halves: which values bwd needs, which equations it emits,
+/// and what fwd stores for it.
+struct BwdCut {
+    need: Vec<bool>,
+    eqns: Vec<bool>,
+    residuals: Vec<Var>,
+    /// Bytes stored per step: residuals plus the per-step primal parameters bwd reads.
+    stored_bytes: usize,
+}
+
+fn bytes(t: &TensorType) -> usize {
+    t.shape.size() * t.dtype.size_bytes()
+}
+
+/// Whether recomputing `prim` in the backward part is cheaper than storing its output: one pass over
+/// its operands with a few instructions per element (arithmetic, comparisons, selects, conversions,
+/// broadcasts). Transcendentals, data movement with indices, reductions and calls are stored.
+fn recompute_is_cheap(prim: &Prim) -> bool {
+    match prim {
+        Prim::Unary(op) => match op {
+            UnaryOp::Neg
+            | UnaryOp::Abs
+            | UnaryOp::Sign
+            | UnaryOp::Floor
+            | UnaryOp::Ceil
+            | UnaryOp::Round
+            | UnaryOp::RoundEven
+            | UnaryOp::IsFinite
+            | UnaryOp::Not => true,
+            UnaryOp::Exp
+            | UnaryOp::Expm1
+            | UnaryOp::Log
+            | UnaryOp::Log1p
+            | UnaryOp::Sqrt
+            | UnaryOp::Rsqrt
+            | UnaryOp::Sin
+            | UnaryOp::Cos
+            | UnaryOp::Tanh
+            | UnaryOp::Logistic
+            | UnaryOp::Erf
+            | UnaryOp::ErfInv => false,
+        },
+        Prim::Binary(op) => match op {
+            BinaryOp::Add
+            | BinaryOp::Sub
+            | BinaryOp::Mul
+            | BinaryOp::Div
+            | BinaryOp::Max
+            | BinaryOp::Min
+            | BinaryOp::And
+            | BinaryOp::Or
+            | BinaryOp::Xor
+            | BinaryOp::ShiftLeft
+            | BinaryOp::ShiftRightLogical => true,
+            BinaryOp::Rem | BinaryOp::Pow | BinaryOp::Atan2 => false,
+        },
+        Prim::Compare(_)
+        | Prim::Select
+        | Prim::Clamp
+        | Prim::ConvertElementType { .. }
+        | Prim::BitcastConvertType { .. }
+        | Prim::Iota { .. }
+        | Prim::BroadcastInDim { .. }
+        | Prim::Reshape { .. }
+        | Prim::StopGradient => true,
+        Prim::Transpose { .. }
+        | Prim::Rev { .. }
+        | Prim::Slice { .. }
+        | Prim::DynamicSlice { .. }
+        | Prim::DynamicUpdateSlice
+        | Prim::Concatenate { .. }
+        | Prim::Pad { .. }
+        | Prim::Reduce { .. }
+        | Prim::ArgReduce { .. }
+        | Prim::Cumulative { .. }
+        | Prim::Sort { .. }
+        | Prim::DotGeneral { .. }
+        | Prim::Gather { .. }
+        | Prim::Scatter { .. }
+        | Prim::SegmentSum { .. }
+        | Prim::Threefry2x32
+        | Prim::CustomJvpCall { .. }
+        | Prim::CustomVjpCall { .. }
+        | Prim::Scan { .. }
+        | Prim::WhileLoop { .. }
+        | Prim::Cond { .. }
+        | Prim::Call { .. }
+        | Prim::Checkpoint { .. } => false,
+    }
+}
+
+/// The `Varying` values to store so that bwd can recompute every other `Varying` value it reads
+/// (`store.need`) through cheap equations, with the fewest bytes: a minimum vertex cut between
+/// what cannot be recomputed (per-step parameters, outputs of costly equations) and what bwd reads
+/// from non-`Varying` equations.
+fn cheapest_stored_set(g: &Function, level: &[Level], is_param: &[bool], store: &BwdCut) -> Vec<bool> {
+    let n = g.vars.len();
+    let (s, t) = (0, 1);
+    let (v_in, v_out) = (|v: usize| 2 + 2 * v, |v: usize| 3 + 2 * v);
+    let mut net = FlowNet::new(2 + 2 * n);
+    let varying = |v: usize| level[v] == Level::Varying;
+    for v in (0..n).filter(|&v| varying(v)) {
+        net.add_edge(v_in(v), v_out(v), bytes(&g.vars[v]).max(1) as u64);
+        if is_param[v] {
+            net.add_edge(s, v_in(v), INF);
+        }
+    }
+    for eqn in &g.eqns {
+        let cheap = recompute_is_cheap(&eqn.prim);
+        for o in eqn.outputs.iter().map(|o| o.index()).filter(|&o| varying(o)) {
+            if cheap {
+                for u in eqn.inputs.iter().map(|u| u.index()).filter(|&u| varying(u)) {
+                    net.add_edge(v_out(u), v_in(o), INF);
+                }
+            } else {
+                net.add_edge(s, v_in(o), INF);
+            }
+        }
+    }
+    // Read by bwd: the `Varying` values the store-everything cut needs (it emits no `Varying`
+    // equation in bwd, so each is stored or a parameter).
+    for v in (0..n).filter(|&v| varying(v) && store.need[v]) {
+        net.add_edge(v_out(v), t, INF);
+    }
+    let side = net.min_cut_source_side(s, t);
+    (0..n).map(|v| varying(v) && side[v_in(v)] && !side[v_out(v)]).collect()
+}
+
 /// Tensors bound to a function's variables while re-emitting a subset of its equations.
 struct Env(Vec<Option<Tensor>>);
 
@@ -170,7 +333,7 @@ impl Env {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kiln_ir::{DType, Prim, UnaryOp};
+    use kiln_ir::DType;
 
     fn f64s(shape: &[usize], v: &[f64]) -> Tensor {
         Tensor::from_vec(shape, v.to_vec())
@@ -250,5 +413,52 @@ mod tests {
         assert_eq!(p.primal_used_by_bwd, vec![true]);
         let b = crate::replay(&p.bwd, &[Tensor::scalar(3.0f64), Tensor::scalar(-2.0f64)]);
         assert_eq!(b[0].item::<f64>(), -6.0);
+    }
+    /// A straight-through Bernoulli draw like the epidemic model's: four costly logs joined by cheap
+    /// adds into `logit`; the forward output is `logit > 0` and bwd reads `logit` through cheap ops
+    /// and `sigmoid(logit)`. g(p, u, ct) = ([logit > 0] as f64, ct · s(1 − s) · (1 + [logit > 0])).
+    fn bernoulli_like() -> Function {
+        let s = TensorType::new(DType::F64, [4]);
+        crate::trace_function(&[s.clone(), s.clone(), s], |a| {
+            let (p, u, ct) = (&a[0], &a[1], &a[2]);
+            let logit = p.log() - (1.0 - p).log() + u.log() - (1.0 - u).log();
+            let hard = logit.gt(&Tensor::scalar(0.0f64)).astype(DType::F64);
+            let sig = logit.sigmoid();
+            let back = &(ct * &(&sig * &(1.0 - &sig))) * &(&hard + 1.0);
+            vec![hard, back]
+        })
+    }
+
+    #[test]
+    fn cheap_joins_of_costly_values_store_the_join_not_the_inputs() {
+        let p = partition(&bernoulli_like(), &[false, false], 1);
+        // Stored: the bool `logit > 0` (hard is recomputed from it) and sigmoid(logit): 4 + 32 B
+        // per step, not the four logs and the sigmoid (5 × 32 B).
+        let want = [TensorType::new(DType::Bool, [4]), TensorType::new(DType::F64, [4])];
+        assert_eq!(p.residual_types, want.to_vec());
+        assert_eq!(p.primal_used_by_bwd, vec![false, false]);
+        assert_eq!(count(&p.bwd, |q| *q == Prim::Unary(UnaryOp::Log)), 0);
+        assert_eq!(count(&p.bwd, |q| *q == Prim::Unary(UnaryOp::Logistic)), 0);
+    }
+
+    #[test]
+    fn rematerialized_halves_equal_the_whole_bitwise() {
+        let g = bernoulli_like();
+        let p = partition(&g, &[false, false], 1);
+        let pr = f64s(&[4], &[0.1, 0.5, 0.9, 0.3]);
+        let u = f64s(&[4], &[0.7, 0.2, 0.05, 0.6]);
+        let ct = f64s(&[4], &[1.0, -2.0, 0.5, 3.0]);
+        let whole = crate::replay(&g, &[pr.clone(), u.clone(), ct.clone()]);
+        let f = crate::replay(&p.fwd, &[pr.clone(), u.clone()]);
+        let b = crate::replay(&p.bwd, &[pr, u, f[1].clone(), f[2].clone(), ct]);
+        assert_eq!(f[0].to_vec::<f64>(), whole[0].to_vec::<f64>());
+        // Bitwise: bwd recomputes `hard` with the same operation on the stored comparison.
+        let bits = |t: &Tensor| t.to_vec::<f64>().iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&b[0]), bits(&whole[1]));
+        // By hand for the first element: logit = log(0.1/0.9) + log(0.7/0.3) < 0, so hard = 0 and
+        // back = ct · s(1 − s) with s = sigmoid(logit).
+        let logit = (0.1f64 / 0.9).ln() + (0.7f64 / 0.3).ln();
+        let sig = 1.0 / (1.0 + (-logit).exp());
+        assert!((b[0].to_vec::<f64>()[0] - sig * (1.0 - sig)).abs() < 1e-15);
     }
 }
