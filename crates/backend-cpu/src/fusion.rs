@@ -217,7 +217,8 @@ fn costly(prim: &Prim) -> bool {
     false
 }
 
-/// Cheap enough to recompute in every consumer kernel: broadcasts and iotas, and mask logic
+/// Cheap enough to recompute in every consumer kernel: broadcasts and iotas, vector-friendly slices
+/// and reshapes, and mask logic
 /// (comparisons, not/and/or/xor, is_finite giving bools). Recomputing a mask such as relu's
 /// `x > 0` from the float it tests keeps it out of memory, and a kernel with a bool leaf or output
 /// cannot take the vector path (`codegen::vector`): on W5's grad the materialized relu mask and
@@ -227,6 +228,16 @@ fn duplicable(f: &Function, e: &kiln_ir::Eqn) -> bool {
     let mask = f.var_type(e.outputs[0]).dtype == DType::Bool;
     match &e.prim {
         Prim::BroadcastInDim { .. } | Prim::Iota { .. } => true,
+        // Index remaps that keep a consumer on the vector path (`codegen::check`): a stride-1 slice
+        // of the last axis, a reshape keeping the last dimension. Recomputed, they cost an address
+        // per read; materialized, a kernel each. Small-vector math (a component `x[..., k:k+1]` of
+        // a `[..., 3]` value read by several products) made such slices about 1 in 5 kernels of
+        // the ant's physics step.
+        Prim::Slice { strides, .. } => strides.last().is_none_or(|&s| s == 1),
+        Prim::Reshape { .. } => {
+            let last = |v: kiln_ir::Var| f.var_type(v).shape.dims().last().copied();
+            last(e.inputs[0]) == last(e.outputs[0])
+        }
         Prim::Compare(_) => mask,
         Prim::Unary(U::Not | U::IsFinite) | Prim::Binary(B::And | B::Or | B::Xor) => mask,
         _ => false,

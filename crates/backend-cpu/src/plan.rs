@@ -230,6 +230,27 @@ fn inlined_eqns(f: &Function, root: usize, inline: &[Option<usize>]) -> Vec<usiz
     found
 }
 
+/// For each variable computed by a kernel that is only a reshape of a materialized value (no
+/// producer inlined, not a function output), the materialized variable it reshapes (through chains
+/// of such reshapes); `None` for every other variable.
+fn reshape_aliases(f: &Function, roles: &[Role], inline: &[Option<usize>]) -> Vec<Option<Var>> {
+    let mut is_output = vec![false; f.vars.len()];
+    for v in &f.outputs {
+        is_output[v.index()] = true;
+    }
+    let mut alias: Vec<Option<Var>> = vec![None; f.vars.len()];
+    for (i, e) in f.eqns.iter().enumerate() {
+        let (src, out) = match (&e.prim, e.inputs.first(), e.outputs.first()) {
+            (Prim::Reshape { .. }, Some(&src), Some(&out)) => (src, out),
+            _ => continue,
+        };
+        if roles[i] == Role::Kernel && inline[src.index()].is_none() && !is_output[out.index()] {
+            alias[out.index()] = Some(alias[src.index()].unwrap_or(src));
+        }
+    }
+    alias
+}
+
 /// [`compile_with`] with the pool resolved and the dump folder chosen (`None`: no dump); control-flow
 /// bodies are compiled through here too, into sub-folders of the dump. `top`: a function the user
 /// calls (which may be given donated buffers), not a control-flow body.
@@ -250,6 +271,12 @@ fn compile_at(
     }
     let mut text = folder.map(|_| PlanText::new(f));
     let thread_count = threads.count();
+    // A reshape of a materialized value needs no step: row-major data already has the new shape,
+    // so its result shares its operand's buffer. `alias[v]`: the variable whose buffer `v` reads.
+    // (On the ant's physics step, one `[128,9,3,3] → [128,81]` copy kernel was 2 % of the time:
+    // its index math divides per element.) A function output keeps its copy into the caller's buffer.
+    let aliases = reshape_aliases(f, &roles, &inline);
+    let resolve = |v: &Var| aliases[v.index()].unwrap_or(*v);
     // 1. Steps, by variable.
     let mut jit = Jit::new_with_dump(folder.is_some())?;
     let mut drafts = Vec::new();
@@ -257,8 +284,20 @@ fn compile_at(
         let step = drafts.len();
         match roles[i] {
             Role::Inline => {}
+            Role::Kernel if aliases[e.outputs[0].index()].is_some() => {
+                if let Some(t) = &mut text {
+                    let (o, src) = (e.outputs[0], resolve(&e.outputs[0]));
+                    t.section(&format!(
+                        "(no step) v{}:{} = reshape of v{}: shares its buffer",
+                        o.index(),
+                        f.var_type(o),
+                        src.index()
+                    ));
+                }
+            }
             Role::Kernel => {
                 let (handle, leaves) = jit.kernel(f, i, &inline)?;
+                let leaves: Vec<Var> = leaves.iter().map(resolve).collect();
                 let out = f.var_type(e.outputs[0]);
                 let rows = out.shape.dims().first().map_or(1, |&n| n as i64);
                 let inlined = inlined_eqns(f, i, &inline);
@@ -327,7 +366,7 @@ fn compile_at(
                 }
                 drafts.push(Draft {
                     op,
-                    inputs: e.inputs.to_vec(),
+                    inputs: e.inputs.iter().map(resolve).collect(),
                     outputs: e.outputs.to_vec(),
                     scratch_bytes,
                     traffic,
@@ -401,7 +440,10 @@ fn compile_at(
     let outputs = f
         .outputs
         .iter()
-        .map(|v| loc[v.index()].ok_or_else(|| CompileError::Codegen(format!("output {v:?} has no buffer"))))
+        .map(|v| {
+            loc[resolve(v).index()]
+                .ok_or_else(|| CompileError::Codegen(format!("output {v:?} has no buffer")))
+        })
         .collect::<Result<Vec<_>, _>>()?;
     // A user-called function gets a spill slot per output written by a step, above everything else
     // in the arena: where that output is computed when its donated buffer is still read by that or a

@@ -183,3 +183,30 @@ fn nested_concatenates_of_fused_parts_match_the_interpreter() {
     assert_eq!(out, vec![want]);
     assert_eq!(out, eval(&f, &[a, b, e]).unwrap());
 }
+
+#[test]
+fn a_stride_one_slice_read_by_two_kernels_is_recomputed_in_each() {
+    // s = x[:, 0:1] is read by two kernel roots (two outputs): recomputed in both, no kernel of its
+    // own (2 kernels, not 3).
+    let src = "{ lambda x:f32[2,3] y:f32[2,1] . let
+        s:f32[2,1] = slice[start=(0, 0) limit=(2, 1) strides=(1, 1)] x
+        a:f32[2,1] = mul s y
+        b:f32[2,1] = add s y
+      in (a, b) }";
+    let x = Array::from_vec(&[2, 3], vec![1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0]);
+    check(src, &[x, Array::from_vec(&[2, 1], vec![0.5f32, -2.0])], 2);
+}
+
+#[test]
+fn a_reshape_of_a_materialized_value_shares_its_buffer() {
+    // r = reshape(e) changes the last dimension, so it is not recomputed by its two readers, and e
+    // is materialized (an output): r needs no step of its own (2 kernels: e and the neg/mul root).
+    let src = "{ lambda x:f32[2,3] . let
+        e:f32[2,3] = exp x
+        r:f32[6] = reshape[new_sizes=(6,)] e
+        m:f32[6] = mul r r
+        n:f32[6] = neg m
+      in (e, n) }";
+    let x = Array::from_vec(&[2, 3], vec![0.5f32, -1.0, 0.0, 1.5, 2.0, -0.25]);
+    check(src, &[x], 2);
+}

@@ -5,6 +5,12 @@
 //!
 //! Each function restates the `brax/math.py` function it names, with the same arithmetic order, so
 //! f32 results round like Brax's.
+//!
+//! Inside, components are kept as `[..., 1]` slices ([`part`]) and joined by a concatenate
+//! ([`cat`]) rather than squeezed to `[...]` and stacked: a stride-1 slice of the last axis is an
+//! index remap the CPU backend recomputes in every kernel that reads it, where each squeezing
+//! reshape of a component read by several products was a kernel of its own (205 of the 499
+//! kernels of the ant's spring step). The arithmetic, and so every rounding, is unchanged.
 
 use kiln::prelude::*;
 
@@ -18,19 +24,35 @@ pub fn join(parts: &[Tensor]) -> Tensor {
     Tensor::stack(parts, -1)
 }
 
+/// Component `k` of the last axis, kept as size 1: `[..., n]` → `[..., 1]`.
+fn part(x: &Tensor, k: i64) -> Tensor {
+    x.slice_axis(-1, Some(k), Some(k + 1), 1)
+}
+
+/// Joins `[..., 1]` components along the last axis: `n` tensors `[..., 1]` → `[..., n]`.
+fn cat(parts: &[Tensor]) -> Tensor {
+    Tensor::concatenate(parts, -1)
+}
+
 /// `Σ a·b` over the last axis, keeping it as size 1: `[..., n]`, `[..., n]` → `[..., 1]` (summed
 /// left to right, `(a0 b0 + a1 b1) + a2 b2`, as XLA evaluates `jp.dot` of short vectors).
 pub fn dot(a: &Tensor, b: &Tensor) -> Tensor {
-    let p = a * b;
-    let n = p.shape().dims().last().copied().unwrap_or(1) as i64;
-    (1..n).fold(comp(&p, 0), |acc, k| &acc + &comp(&p, k)).expand_dims(-1)
+    let last = |x: &Tensor| x.shape().dims().last().copied();
+    if last(a) != last(b) || last(a).is_none() {
+        // A last axis broadcast against the other's (or scalars): multiply first.
+        let p = a * b;
+        let n = p.shape().dims().last().copied().unwrap_or(1) as i64;
+        return (1..n).fold(comp(&p, 0), |acc, k| &acc + &comp(&p, k)).expand_dims(-1);
+    }
+    let n = last(a).unwrap_or(1) as i64;
+    (1..n).fold(&part(a, 0) * &part(b, 0), |acc, k| &acc + &(&part(a, k) * &part(b, k)))
 }
 
 /// `a × b`: `[..., 3]`, `[..., 3]` → `[..., 3]` (`jp.cross`).
 pub fn cross(a: &Tensor, b: &Tensor) -> Tensor {
-    let (a0, a1, a2) = (comp(a, 0), comp(a, 1), comp(a, 2));
-    let (b0, b1, b2) = (comp(b, 0), comp(b, 1), comp(b, 2));
-    join(&[&a1 * &b2 - &a2 * &b1, &a2 * &b0 - &a0 * &b2, &a0 * &b1 - &a1 * &b0])
+    let (a0, a1, a2) = (part(a, 0), part(a, 1), part(a, 2));
+    let (b0, b1, b2) = (part(b, 0), part(b, 1), part(b, 2));
+    cat(&[&a1 * &b2 - &a2 * &b1, &a2 * &b0 - &a0 * &b2, &a0 * &b1 - &a1 * &b0])
 }
 
 /// The vector part `[..., 4]` → `[..., 3]`.
@@ -59,9 +81,9 @@ pub fn inv_rotate(v: &Tensor, q: &Tensor) -> Tensor {
 
 /// Hamilton product `u ⊗ v` (apply `v`, then `u`; Brax `math.quat_mul`): `[..., 4]` × `[..., 4]`.
 pub fn quat_mul(u: &Tensor, v: &Tensor) -> Tensor {
-    let [u0, u1, u2, u3] = [0, 1, 2, 3].map(|k| comp(u, k));
-    let [v0, v1, v2, v3] = [0, 1, 2, 3].map(|k| comp(v, k));
-    join(&[
+    let [u0, u1, u2, u3] = [0, 1, 2, 3].map(|k| part(u, k));
+    let [v0, v1, v2, v3] = [0, 1, 2, 3].map(|k| part(v, k));
+    cat(&[
         &(&(&(&u0 * &v0) - &(&u1 * &v1)) - &(&u2 * &v2)) - &(&u3 * &v3),
         &(&(&(&u0 * &v1) + &(&u1 * &v0)) + &(&u2 * &v3)) - &(&u3 * &v2),
         &(&(&(&u0 * &v2) - &(&u1 * &v3)) + &(&u2 * &v0)) + &(&u3 * &v1),
@@ -72,9 +94,9 @@ pub fn quat_mul(u: &Tensor, v: &Tensor) -> Tensor {
 /// `(0, u) ⊗ v` without forming the pure quaternion (Brax `math.vec_quat_mul`):
 /// `u: [..., 3]`, `v: [..., 4]` → `[..., 4]`.
 pub fn vec_quat_mul(u: &Tensor, v: &Tensor) -> Tensor {
-    let [u0, u1, u2] = [0, 1, 2].map(|k| comp(u, k));
-    let [v0, v1, v2, v3] = [0, 1, 2, 3].map(|k| comp(v, k));
-    join(&[
+    let [u0, u1, u2] = [0, 1, 2].map(|k| part(u, k));
+    let [v0, v1, v2, v3] = [0, 1, 2, 3].map(|k| part(v, k));
+    cat(&[
         &(&(&(-&u0) * &v1) - &(&u1 * &v2)) - &(&u2 * &v3),
         &(&(&u0 * &v0) + &(&u1 * &v3)) - &(&u2 * &v2),
         &(&(&(-&u0) * &v3) + &(&u1 * &v0)) + &(&u2 * &v1),
@@ -85,9 +107,9 @@ pub fn vec_quat_mul(u: &Tensor, v: &Tensor) -> Tensor {
 /// The rotation by `angle` about the unit `axis` (Brax `math.quat_rot_axis`):
 /// `axis: [..., 3]`, `angle: [...]` → `[..., 4]`.
 pub fn quat_rot_axis(axis: &Tensor, angle: &Tensor) -> Tensor {
-    let half = angle / 2.0;
+    let half = &angle.expand_dims(-1) / 2.0;
     let s = half.sin();
-    join(&[half.cos(), &comp(axis, 0) * &s, &comp(axis, 1) * &s, &comp(axis, 2) * &s])
+    cat(&[half.cos(), &part(axis, 0) * &s, &part(axis, 1) * &s, &part(axis, 2) * &s])
 }
 
 /// Euclidean norm over the last axis, kept as size 1 (`jp.linalg.norm`): `[..., n]` → `[..., 1]`.
@@ -123,8 +145,8 @@ pub fn signed_angle(axis: &Tensor, ref_p: &Tensor, ref_c: &Tensor) -> Tensor {
 
 /// `m @ v` for stacks of 3×3 matrices: `[..., 3, 3]`, `[..., 3]` → `[..., 3]`.
 pub fn mat_vec(m: &Tensor, v: &Tensor) -> Tensor {
-    let rows: Vec<Tensor> = (0..3).map(|i| dot(&m.index_axis(-2, i), v).squeeze(-1)).collect();
-    join(&rows)
+    let rows: Vec<Tensor> = (0..3).map(|i| dot(&m.index_axis(-2, i), v)).collect();
+    cat(&rows)
 }
 
 #[cfg(test)]
