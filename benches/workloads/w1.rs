@@ -47,7 +47,11 @@ pub fn cases() -> Vec<Case> {
             variant: "grad",
             size,
             make: Box::new(move || {
-                runner(grad(move |(u0, alpha): (Tensor, Tensor)| loss(u0, alpha, t)), inputs(n))
+                // `grad(..)` is not `Clone`: wrap it in a closure that is.
+                let g = move |args: (Tensor, Tensor)| {
+                    grad(move |(u0, alpha): (Tensor, Tensor)| loss(u0, alpha, t))(args)
+                };
+                runner(g, inputs(n))
             }),
         });
     }
