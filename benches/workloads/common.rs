@@ -75,23 +75,45 @@ pub fn arrays(leaves: &[Tensor]) -> Vec<Array> {
     leaves.iter().map(|t| t.to_array().expect("workload inputs are concrete")).collect()
 }
 
+thread_local! {
+    /// Whether [`runner`] compiles with the egg simplifier (the default, as `jit`) or the frozen
+    /// greedy baseline (`.simplify(false)`); set by `benches/workloads_simplify.rs`.
+    pub static SIMPLIFY: std::cell::Cell<bool> = const { std::cell::Cell::new(true) };
+    /// The last program [`runner`] compiled on this thread, with a closure that traces its IR
+    /// (on demand, so that timing the first call does not include a second trace).
+    pub static LAST: std::cell::RefCell<Option<(TraceFn, Arc<Compiled>)>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Traces a workload's function to its IR.
+pub type TraceFn = Box<dyn Fn() -> kiln::ir::Function>;
+
 /// The timed closure of a [`super::Case`]: the first call traces and compiles `f` for `args`
-/// (`Jit::compiled`) and runs it; later calls run the cached native code on the same host arrays
-/// (the steady state JAX's `f(*args)` measures: dispatch + execution, no input copies).
+/// (`Jit::compiled`, with the simplifier as [`SIMPLIFY`] says) and runs it; later calls run the
+/// cached native code on the same host arrays (the steady state JAX's `f(*args)` measures:
+/// dispatch + execution, no input copies). The compiled program and a tracer of `f` go to [`LAST`].
 ///
 /// # Panics
 /// If tracing, compiling or running fails: a benchmark of a broken program has no result.
-pub fn runner<A, R, F>(f: Jit<F, A, R>, args: A) -> Box<dyn FnMut() -> Vec<Array>>
+pub fn runner<A, R, F>(f: F, args: A) -> Box<dyn FnMut() -> Vec<Array>>
 where
-    A: Tree + 'static,
+    A: Tree + Clone + 'static,
     R: Tree + Clone + 'static,
-    F: Fn(A) -> R + 'static,
+    F: Fn(A) -> R + Clone + 'static,
 {
     let inputs = arrays(&args.leaves());
+    let program: Jit<F, A, R> = kiln::jit(f.clone()).simplify(SIMPLIFY.get());
     let mut compiled: Option<Arc<Compiled>> = None;
     Box::new(move || {
-        let exe =
-            compiled.get_or_insert_with(|| f.compiled(&args).unwrap_or_else(|e| panic!("compile: {e}")));
+        let exe = compiled.get_or_insert_with(|| {
+            let exe = program.compiled(&args).unwrap_or_else(|e| panic!("compile: {e}"));
+            let (f, args) = (f.clone(), args.clone());
+            let trace: TraceFn = Box::new(move || {
+                kiln::trace(f.clone(), &args).unwrap_or_else(|e| panic!("trace: {e}")).function
+            });
+            LAST.set(Some((trace, exe.clone())));
+            exe
+        });
         exe.run(&inputs).unwrap_or_else(|e| panic!("run: {e}"))
     })
 }

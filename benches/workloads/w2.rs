@@ -11,7 +11,7 @@
 //! products before the tensor operands).
 
 use super::Case;
-use super::common::uniform;
+use super::common::{runner, uniform};
 use kiln::nn;
 use kiln::prelude::*;
 
@@ -164,7 +164,7 @@ fn make(batched: bool, grad_w: bool, r: usize) -> Box<dyn FnMut() -> Vec<kiln::i
     let all = uniform(21, &[R_BATCH, s, NSIN], -0.5, 0.5);
     let w = if batched { all.slice_axis(0, Some(0), Some(r as i64), 1) } else { all.index(0) };
     let c = consts();
-    let program = jit(move |w: Tensor| {
+    let program = move |w: Tensor| {
         let c = c.clone();
         let loss = move |w: Tensor| loss(&c, &w);
         match (batched, grad_w) {
@@ -173,9 +173,6 @@ fn make(batched: bool, grad_w: bool, r: usize) -> Box<dyn FnMut() -> Vec<kiln::i
             (true, false) => vmap(loss, 0, 0)(w),
             (true, true) => with_checkpoint(GRAD_POLICY, || vmap(grad(loss), 0, 0)(w)),
         }
-    });
-    Box::new(move || {
-        let out = program.call(&w).expect("W2 program runs");
-        vec![out.to_array().expect("a concrete result")]
-    })
+    };
+    runner(program, w)
 }

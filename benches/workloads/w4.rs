@@ -9,7 +9,7 @@
 //! before they meet an f32 array; the Rust below writes the same f64 expressions first).
 
 use super::Case;
-use super::common::uniform;
+use super::common::{runner, uniform};
 use kiln::prelude::*;
 
 /// Gravity (m/s²), cart mass, pole mass (kg), pole half-length (m), maximum force (N), time step (s).
@@ -76,20 +76,13 @@ fn make(grad_policy: bool, batch: usize) -> Box<dyn FnMut() -> Vec<kiln::ir::Arr
     let args = (w, b, states);
     if grad_policy {
         // The anchor's grad: argnums (W, b) of -batch_return; JAX returns only those two leaves.
-        let program = jit(|args: (Tensor, Tensor, Tensor)| {
+        let program = |args: (Tensor, Tensor, Tensor)| {
             let loss = |(w, b, s): (Tensor, Tensor, Tensor)| -batch_return(&s, &w, &b);
             let (gw, gb, _) = with_checkpoint(GRAD_POLICY, || grad_argnums(loss, &[0, 1])(args));
             (gw, gb)
-        });
-        Box::new(move || {
-            let (gw, gb) = program.call(&args).expect("W4 grad runs");
-            [gw, gb].iter().map(|t| t.to_array().expect("a concrete result")).collect()
-        })
+        };
+        runner(program, args)
     } else {
-        let program = jit(|(w, b, s): (Tensor, Tensor, Tensor)| batch_return(&s, &w, &b));
-        Box::new(move || {
-            let ret = program.call(&args).expect("W4 forward runs");
-            vec![ret.to_array().expect("a concrete result")]
-        })
+        runner(|(w, b, s): (Tensor, Tensor, Tensor)| batch_return(&s, &w, &b), args)
     }
 }

@@ -48,7 +48,7 @@ pub fn cases() -> Vec<Case> {
             workload: "W5",
             variant: "fwd",
             size: size.clone(),
-            make: Box::new(move || runner(jit(|(p, x, l)| loss(p, x, l)), inputs(dims))),
+            make: Box::new(move || runner(|(p, x, l)| loss(p, x, l), inputs(dims))),
         });
         cases.push(Case {
             workload: "W5",
@@ -60,7 +60,7 @@ pub fn cases() -> Vec<Case> {
                 let g = |args: (Params, Tensor, Tensor)| {
                     grad_argnums(|(p, x, l): (Params, Tensor, Tensor)| loss(p, x, l), &[0])(args).0
                 };
-                runner(jit(g), inputs(dims))
+                runner(g, inputs(dims))
             }),
         });
     }

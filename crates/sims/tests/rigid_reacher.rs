@@ -285,10 +285,7 @@ fn gradient_through_20_env_steps_matches_central_differences_f64() {
     for pipeline in [Pipeline::Spring, Pipeline::Positional] {
         let f = summed_reward(pipeline);
         let value = jit(f.clone());
-        // The egg simplifier's extraction takes many minutes on the positional gradient's graph
-        // (measured: > 3 min, in `simplify::extract`); its rules are IEEE-exact, so turning it off
-        // changes no value, only the compile time.
-        let gradient = jit(grad(f)).simplify(false);
+        let gradient = jit(grad(f));
         let args = |a: &[f64], q: &[f64]| {
             (Tensor::from_vec(&[steps, 2], a.to_vec()), Tensor::from_vec(&[4], q.to_vec()))
         };

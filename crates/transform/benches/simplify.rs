@@ -106,8 +106,11 @@ fn bench(c: &mut Criterion) {
             .iter()
             .map(|r| if r.accepted { r.cost_after.bytes } else { r.cost_before.bytes })
             .sum();
+        let nodes: usize = report.regions.iter().map(|r| r.nodes).sum();
+        let visits: usize = report.regions.iter().map(|r| r.extract_visits).sum();
         eprintln!(
-            "{name}: {} -> {} eqns, {} regions (stops {:?}), bytes {} -> {}, simplify {:.2} ms\n  rules: {:?}",
+            "{name}: {} -> {} eqns, {} regions (stops {:?}), {nodes} e-nodes, {visits} extractor visits, \
+             bytes {} -> {}, simplify {:.2} ms\n  rules: {:?}",
             f.eqns.len(),
             g.eqns.len(),
             report.regions.len(),

@@ -48,8 +48,13 @@ pub struct SimplifyOptions {
     pub iter_limit: usize,
     /// A region stops growing at `node_factor × its initial nodes + 1000` e-nodes.
     pub node_factor: usize,
-    /// Wall-clock budget per region.
+    /// Wall-clock budget per region for rewriting. Extraction and write-back must end by twice
+    /// this after the region started, else the region is kept as written
+    /// ([`StopReason::ExtractTimeLimit`]).
     pub time_limit: Duration,
+    /// Wall-clock budget of the whole [`simplify`] call: regions reached after it are copied as
+    /// written ([`StopReason::PassTimeLimit`]), and no region's work runs past it.
+    pub pass_time_limit: Duration,
 }
 
 impl Default for SimplifyOptions {
@@ -60,6 +65,7 @@ impl Default for SimplifyOptions {
             iter_limit: 8,
             node_factor: 4,
             time_limit: Duration::from_millis(50),
+            pass_time_limit: Duration::from_secs(1),
         }
     }
 }
@@ -73,8 +79,15 @@ pub enum StopReason {
     IterLimit,
     /// The e-graph reached its node limit.
     NodeLimit,
-    /// [`SimplifyOptions::time_limit`] passed.
+    /// [`SimplifyOptions::time_limit`] passed while rewriting (the rewritten graph is still
+    /// extracted).
     TimeLimit,
+    /// Loading or extraction could not finish by twice [`SimplifyOptions::time_limit`] (or by the
+    /// pass deadline): the region was kept as written.
+    ExtractTimeLimit,
+    /// [`SimplifyOptions::pass_time_limit`] had passed before the region started: it was copied as
+    /// written, untouched.
+    PassTimeLimit,
 }
 
 /// What happened in one region.
@@ -102,6 +115,8 @@ pub struct RegionReport {
     pub cost_after: Cost,
     /// True if the extracted program replaced the region (it cost no more).
     pub accepted: bool,
+    /// Work units of the extractor ([`extract::ExtractWork::visits`]; 0 if it did not run).
+    pub extract_visits: usize,
     /// Time spent on the region (load, rewrite, extract, write back), sub-regions excluded.
     pub time: Duration,
 }
@@ -139,12 +154,13 @@ impl fmt::Display for SimplifyReport {
         for r in &self.regions {
             writeln!(
                 f,
-                "  {}: {} -> {} eqns, {} rounds, {} nodes, stop {:?}, cost [{}] -> [{}]{}, {:.3} ms",
+                "  {}: {} -> {} eqns, {} rounds, {} nodes, {} extract visits, stop {:?}, cost [{}] -> [{}]{}, {:.3} ms",
                 r.name,
                 r.eqns_before,
                 r.eqns_after,
                 r.iterations,
                 r.nodes,
+                r.extract_visits,
                 r.stop,
                 r.cost_before,
                 r.cost_after,
@@ -170,12 +186,18 @@ impl fmt::Display for SimplifyReport {
 pub fn simplify(f: &Function, opts: &SimplifyOptions) -> (Function, SimplifyReport) {
     let start = Instant::now();
     let mut report = SimplifyReport::default();
-    let out = simplify_body(f, opts, "main", &mut report);
+    let out = simplify_body(f, opts, "main", start + opts.pass_time_limit, &mut report);
     report.time = start.elapsed();
     (out, report)
 }
 
-fn simplify_body(f: &Function, opts: &SimplifyOptions, name: &str, report: &mut SimplifyReport) -> Function {
+fn simplify_body(
+    f: &Function,
+    opts: &SimplifyOptions,
+    name: &str,
+    pass_deadline: Instant,
+    report: &mut SimplifyReport,
+) -> Function {
     // Sub-functions first, each its own set of regions.
     let eqns: Vec<kiln_ir::Eqn> = f
         .eqns
@@ -185,7 +207,7 @@ fn simplify_body(f: &Function, opts: &SimplifyOptions, name: &str, report: &mut 
             let mut e = e.clone();
             let roles: Vec<String> = e.prim.named_subfunctions().into_iter().map(|(r, _)| r).collect();
             for (sub, role) in e.prim.subfunctions_mut().into_iter().zip(roles) {
-                *sub = simplify_body(sub, opts, &format!("{name}/eqn {i} {role}"), report);
+                *sub = simplify_body(sub, opts, &format!("{name}/eqn {i} {role}"), pass_deadline, report);
             }
             e
         })
@@ -216,7 +238,7 @@ fn simplify_body(f: &Function, opts: &SimplifyOptions, name: &str, report: &mut 
         let used_after: Vec<bool> = last_use.iter().map(|&u| u > end).collect();
         let mut w =
             region::Writer { out: &mut out, map: &mut map, const_vars: &mut const_vars, consts: &consts };
-        let r = run_region(f, &eqns[startq..end], &used_after, opts, &mut w);
+        let r = run_region(f, &eqns[startq..end], &used_after, opts, pass_deadline, &mut w);
         report.regions.push(RegionReport { name: format!("{name}[{startq}..{end}]"), ..r });
         startq = end;
     }
@@ -232,22 +254,58 @@ fn run_region(
     eqns: &[kiln_ir::Eqn],
     used_after: &[bool],
     opts: &SimplifyOptions,
+    pass_deadline: Instant,
     w: &mut region::Writer,
 ) -> RegionReport {
     let start = Instant::now();
     let before = w.out.eqns.len();
+    let untouched = |stop, w: &mut region::Writer| {
+        w.copy(eqns);
+        RegionReport {
+            name: String::new(),
+            eqns_before: eqns.len(),
+            eqns_after: eqns.len(),
+            iterations: 0,
+            nodes: 0,
+            classes: 0,
+            stop,
+            fired: BTreeMap::new(),
+            cost_before: Cost::default(),
+            cost_after: Cost::default(),
+            accepted: false,
+            extract_visits: 0,
+            time: start.elapsed(),
+        }
+    };
+    if start > pass_deadline {
+        return untouched(StopReason::PassTimeLimit, w);
+    }
+    let rewrite_deadline = (start + opts.time_limit).min(pass_deadline);
+    let deadline = (start + 2 * opts.time_limit).min(pass_deadline);
     let mut r = region::load(f, eqns, used_after);
-    let (iterations, stop, fired) = saturate(&mut r.graph, opts, start);
+    if Instant::now() > deadline {
+        return untouched(StopReason::ExtractTimeLimit, w);
+    }
+    let (iterations, stop, fired) = saturate(&mut r.graph, opts, rewrite_deadline);
     r.locs = r.locs.iter().map(|(id, loc)| (r.graph.find(*id), loc.clone())).collect();
     let roots: Vec<egg::Id> = r.roots.iter().map(|(_, id)| *id).collect();
-    let sel = extract::extract(&r.graph, &roots);
-    let cost_after = extract::dag_cost(&r.graph, &sel);
-    let accepted = cost_after <= r.cost_before;
-    if accepted {
-        w.emit(&r, &sel);
-    } else {
-        w.copy(eqns);
-    }
+    let (stop, cost_after, accepted, extract_visits) =
+        match extract::extract(&r.graph, &roots, Some(deadline)) {
+            Ok((sel, work)) => {
+                let cost_after = extract::dag_cost(&r.graph, &sel);
+                let accepted = cost_after <= r.cost_before;
+                if accepted {
+                    w.emit(&r, &sel);
+                } else {
+                    w.copy(eqns);
+                }
+                (stop, cost_after, accepted, work.visits)
+            }
+            Err(extract::ExtractError::Deadline) => {
+                w.copy(eqns);
+                (StopReason::ExtractTimeLimit, r.cost_before, false, 0)
+            }
+        };
     RegionReport {
         name: String::new(),
         eqns_before: eqns.len(),
@@ -260,6 +318,7 @@ fn run_region(
         cost_before: r.cost_before,
         cost_after,
         accepted,
+        extract_visits,
         time: start.elapsed(),
     }
 }
@@ -269,7 +328,7 @@ fn run_region(
 fn saturate(
     g: &mut analysis::Graph,
     opts: &SimplifyOptions,
-    start: Instant,
+    deadline: Instant,
 ) -> (usize, StopReason, BTreeMap<&'static str, usize>) {
     let node_limit = opts.node_factor * g.total_number_of_nodes() + 1000;
     let mut fired = BTreeMap::new();
@@ -279,7 +338,11 @@ fn saturate(
         let mut ids: Vec<egg::Id> = g.classes().filter(|c| c.data.is_value()).map(|c| c.id).collect();
         ids.sort();
         let mut matches = vec![];
-        for id in ids {
+        for (k, id) in ids.into_iter().enumerate() {
+            // A round's matching can be long on a big graph: check the clock as it goes.
+            if k % 256 == 255 && Instant::now() > deadline {
+                return (iter + 1, StopReason::TimeLimit, fired);
+            }
             for node in &g[id].nodes {
                 for rule in rules::RULES {
                     if rule.fast_math_only && !opts.fast_math {
@@ -291,7 +354,7 @@ fn saturate(
                 }
             }
         }
-        if start.elapsed() > opts.time_limit {
+        if Instant::now() > deadline {
             return (iter + 1, StopReason::TimeLimit, fired);
         }
         let mut changed = false;
@@ -311,7 +374,7 @@ fn saturate(
         if !changed {
             return (iter + 1, StopReason::Saturated, fired);
         }
-        if start.elapsed() > opts.time_limit {
+        if Instant::now() > deadline {
             return (iter + 1, StopReason::TimeLimit, fired);
         }
     }
