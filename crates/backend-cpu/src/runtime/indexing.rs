@@ -285,10 +285,14 @@ impl SegmentSumPlan {
         match (self.dtype, row, self.index_dtype) {
             // The message-passing cases, typed so the loop has no per-row dispatch.
             (DType::F32, 1, DType::I32) => unsafe {
-                sum_runs::<i32, f32>(bufs, lo, hi, owned, stray, segments)
+                sum_typed::<i32>(bufs, lo, hi, owned, stray, segments, |g, r| {
+                    *out.cast::<f32>().add(g) += *data.cast::<f32>().add(r)
+                })
             },
             (DType::F64, 1, DType::I32) => unsafe {
-                sum_runs::<i32, f64>(bufs, lo, hi, owned, stray, segments)
+                sum_typed::<i32>(bufs, lo, hi, owned, stray, segments, |g, r| {
+                    *out.cast::<f64>().add(g) += *data.cast::<f64>().add(r)
+                })
             },
             (_, _, DType::I32) => unsafe {
                 sum_typed::<i32>(bufs, lo, hi, owned, stray, segments, |g, r| {
@@ -302,51 +306,6 @@ impl SegmentSumPlan {
             },
         }
     }
-}
-
-/// [`sum_typed`] for scalar rows of a float `T`, summing each run of equal ids in a register: with
-/// sorted ids (a destination-sorted edge list, ~7 edges per agent) adding into memory row by row
-/// makes every add wait for the previous store to be forwarded back (~10 cycles an edge). The run's
-/// sum starts from the segment's current value and adds rows in order, so the result is bitwise
-/// the row-by-row one, sorted ids or not.
-///
-/// # Safety
-/// As [`sum_typed`]; `bufs.data` holds at least `hi` elements and `bufs.out` `segments` elements
-/// of `T`.
-#[inline(always)]
-unsafe fn sum_runs<I: Copy + Into<i64>, T: Copy + std::ops::Add<Output = T>>(
-    bufs: SegmentBuffers,
-    lo: usize,
-    hi: usize,
-    owned: (i64, i64),
-    stray: Option<&AtomicBool>,
-    segments: usize,
-) {
-    let (data, out) = (bufs.data as *const T, bufs.out as *mut T);
-    // The open run: its segment and running sum (`None`: no run open).
-    let mut run: Option<(usize, T)> = None;
-    // SAFETY (both closures): `g < segments`, `r < hi`, per the contract.
-    let flush = |run: Option<(usize, T)>| {
-        if let Some((g, acc)) = run {
-            unsafe { *out.add(g) = acc };
-        }
-    };
-    // SAFETY: per the contract.
-    unsafe {
-        sum_typed::<I>(bufs, lo, hi, owned, stray, segments, |g, r| {
-            let x = *data.add(r);
-            run = Some(match run {
-                Some((h, acc)) if h == g => (g, acc + x),
-                other => {
-                    flush(other);
-                    (g, *out.add(g) + x)
-                }
-            });
-        })
-    };
-    // An early return (a stray id) leaves the output to be cleared and recomputed, so flushing the
-    // last run is harmless there.
-    flush(run);
 }
 
 /// The loop of [`SegmentSumPlan::add_rows`] for ids of type `I` (`i32` or `u32`, checked at plan
