@@ -1,5 +1,5 @@
 //! The edge-gather kernel (a rank-1 `gather` root, unrolled, with rank-0 leaves read once before
-//! the loop) and the register-accumulated `segment_sum`: exact values by hand, and bitwise against
+//! the loop) and `segment_sum` over runs of equal ids: exact values by hand, and bitwise against
 //! the interpreter, for out-of-range indices (−N−1, −1, N, huge), lengths that leave a loop tail,
 //! and row ranges split over threads.
 
@@ -145,7 +145,7 @@ fn segment_sum_fn(dt: DType, e: usize, segments: usize) -> Function {
     f
 }
 
-/// Runs of equal ids summed in a register: sorted runs, a segment revisited after others, dropped
+/// Runs of equal ids: sorted runs, a segment revisited after others, dropped
 /// ids (−1, 4, huge) inside and between runs; sums by hand (exact in binary) and bitwise the
 /// interpreter's, f32 and f64.
 #[test]
