@@ -15,6 +15,9 @@ use std::collections::HashMap;
 
 pub(super) type R<T> = Result<T, CompileError>;
 
+/// Elements per iteration of a rank-1 gather kernel's unrolled loop ([`Emitter::gather_rows`]).
+const GATHER_UNROLL: i64 = 4;
+
 /// The Cranelift type holding a dtype's elements (bool is one byte, 0 or 1).
 pub(super) fn clif_type(dt: DType) -> Type {
     match dt {
@@ -49,9 +52,18 @@ pub(super) fn build(
     // The kernel computes outer-axis rows [lo, hi) of its output (the runtime splits rows over threads).
     let (lo, hi) = (b.block_params(entry)[1], b.block_params(entry)[2]);
     let mut bases = HashMap::new();
+    // Rank-0 leaves are loaded once here, not at every element: Cranelift cannot hoist a load out of
+    // a loop that stores (it cannot prove the store misses it), and the jnp index wrap reads two
+    // rank-0 leaves per gathered element. Reading them before the loop is exact: a rank-0 leaf can
+    // only share memory with a rank-0 output, whose one element is stored after this load anyway.
+    let mut scalars = HashMap::new();
     for (k, v) in leaves.iter().enumerate() {
         let p = b.ins().load(types::I64, mem(), table, (k * 8) as i32);
         bases.insert(*v, p);
+        if f.var_type(*v).rank() == 0 {
+            let x = b.ins().load(clif_type(f.dtype(*v)), mem(), p, 0);
+            scalars.insert(*v, x);
+        }
     }
     let out_base = b.ins().load(types::I64, mem(), table, (leaves.len() * 8) as i32);
     let mut em = Emitter {
@@ -59,6 +71,7 @@ pub(super) fn build(
         f,
         inline,
         bases,
+        scalars,
         module,
         callbacks: HashMap::new(),
         vs: super::vector::VState::default(),
@@ -66,8 +79,12 @@ pub(super) fn build(
     let e = &f.eqns[root];
     let out_ty = f.var_type(e.outputs[0]).clone();
     let dims = out_ty.shape.dims().to_vec();
-    // The vector path when the static check allows it (see `vector`), else the scalar loop nest.
-    if out_ty.shape.size() > 0 && !super::vector::emit(&mut em, e, out_base, lo, hi)? {
+    // The vector path when the static check allows it (see `vector`), else the scalar loop nest
+    // (unrolled for a rank-1 gather, see `gather_rows`).
+    if out_ty.shape.size() > 0
+        && !super::vector::emit(&mut em, e, out_base, lo, hi)?
+        && !em.gather_rows(e, out_base, lo, hi)?
+    {
         em.for_each_index_rows(&dims, lo, hi, &mut |s, idx| {
             let v = s.eqn_value(e, idx)?;
             let off = s.offset(&dims, idx);
@@ -99,6 +116,8 @@ pub(super) struct Emitter<'a, 'b> {
     pub(super) f: &'a Function,
     pub(super) inline: &'a [Option<usize>],
     pub(super) bases: HashMap<Var, Value>,
+    /// The values of the rank-0 leaves, loaded once in the entry block.
+    pub(super) scalars: HashMap<Var, Value>,
     pub(super) module: &'a mut JITModule,
     pub(super) callbacks: HashMap<&'static str, FuncRef>,
     /// State of the vector walk (see [`super::vector`]); unused by the scalar path.
@@ -219,6 +238,50 @@ impl<'a, 'b> Emitter<'a, 'b> {
         out
     }
 
+    /// The scalar loop of a kernel rooted at a rank-1 `gather` (a message gather over a graph's
+    /// edges: random reads from a table larger than L2), unrolled by [`GATHER_UNROLL`]: the
+    /// unrolled body computes every element's index and gathered value before its stores, so the
+    /// table reads of one group issue back to back and their cache misses overlap, with less loop
+    /// overhead per element in the out-of-order window. Returns false (emitting nothing) for other
+    /// kernels. Element values are computed exactly as the plain loop computes them.
+    fn gather_rows(&mut self, e: &'a Eqn, out_base: Value, lo: Value, hi: Value) -> R<bool> {
+        let out = self.f.var_type(e.outputs[0]).clone();
+        if !matches!(e.prim, Prim::Gather { .. }) || out.rank() != 1 {
+            return Ok(false);
+        }
+        let dt = out.dtype;
+        let store_group = |s: &mut Self, i: Value, n: i64| -> R<()> {
+            let mut vals = Vec::with_capacity(n as usize);
+            for k in 0..n {
+                let ik = s.b.ins().iadd_imm_s(i, k);
+                vals.push((ik, s.eqn_value(e, &[ik])?));
+            }
+            for (ik, v) in vals {
+                s.store(dt, out_base, ik, v);
+            }
+            Ok(())
+        };
+        // Whole groups while `i + GATHER_UNROLL <= hi`, then the rest one at a time.
+        let var = self.b.declare_var(types::I64);
+        self.b.def_var(var, lo);
+        let last = self.b.ins().iadd_imm_s(hi, -(GATHER_UNROLL - 1));
+        let (header, body, tail) = (self.b.create_block(), self.b.create_block(), self.b.create_block());
+        self.b.ins().jump(header, &[]);
+        self.b.switch_to_block(header);
+        let i = self.b.use_var(var);
+        let more = self.b.ins().icmp(IntCC::SignedLessThan, i, last);
+        self.b.ins().brif(more, body, &[], tail, &[]);
+        self.b.switch_to_block(body);
+        store_group(self, i, GATHER_UNROLL)?;
+        let next = self.b.ins().iadd_imm_s(i, GATHER_UNROLL);
+        self.b.def_var(var, next);
+        self.b.ins().jump(header, &[]);
+        self.b.switch_to_block(tail);
+        let rest = self.b.use_var(var);
+        self.for_range_from(rest, hi, &mut |s, i| store_group(s, i, 1))?;
+        Ok(true)
+    }
+
     /// `x` clamped into `[lo, hi]` (i64).
     fn clamp(&mut self, x: Value, lo: i64, hi: i64) -> Value {
         let (l, h) = (self.iconst(lo), self.iconst(hi));
@@ -269,6 +332,7 @@ impl<'a, 'b> Emitter<'a, 'b> {
         let f = self.f;
         match self.inline[v.index()] {
             Some(p) => self.eqn_value(&f.eqns[p], idx),
+            None if self.f.var_type(v).rank() == 0 => Ok(self.scalars[&v]),
             None => {
                 let base = self.bases[&v];
                 let dims = f.var_type(v).shape.dims().to_vec();

@@ -134,9 +134,17 @@ impl Jit {
             .module
             .declare_function(&name, cranelift_module::Linkage::Local, &sig)
             .map_err(|e| CompileError::Codegen(e.to_string()))?;
+        // With `KILN_DUMP`, also keep the machine code Cranelift emitted (after its optimizations).
+        self.ctx.set_disasm(self.dump);
         self.module
             .define_function(id, &mut self.ctx)
             .map_err(|e| CompileError::Codegen(format!("{e:?}")))?;
+        if let Some(text) = self.ctx.compiled_code().and_then(|c| c.vcode.as_ref())
+            && let Some(last) = self.clif.last_mut()
+        {
+            last.push_str("\n; machine code\n");
+            last.push_str(text);
+        }
         let handle = self.pending.len();
         self.pending.push((id, handle));
         Ok((handle, leaves))

@@ -1,0 +1,201 @@
+//! The edge-gather kernel (a rank-1 `gather` root, unrolled, with rank-0 leaves read once before
+//! the loop) and `segment_sum` over runs of equal ids: exact values by hand, and bitwise against
+//! the interpreter, for out-of-range indices (−N−1, −1, N, huge), lengths that leave a loop tail,
+//! and row ranges split over threads.
+
+use kiln_backend_cpu::compile;
+use kiln_ir::*;
+
+fn push(f: &mut Function, p: Prim, ins: &[Var]) -> Var {
+    f.push(p, ins, None).unwrap()[0]
+}
+
+/// `gather(table, select(i < zero, i + size, i))` over `e` indices: jnp's negative-index wrap with
+/// its rank-0 operands as parameters, the shape the epidemic model traces.
+fn wrapped_gather(n: usize, e: usize, mode: IndexMode) -> Function {
+    let mut f = Function::new();
+    let table = f.add_param(TensorType::new(DType::F32, Shape::new(&[n])));
+    let idx = f.add_param(TensorType::new(DType::I32, Shape::new(&[e])));
+    let zero = f.add_param(TensorType::scalar(DType::I32));
+    let size = f.add_param(TensorType::scalar(DType::I32));
+    let bc = || Prim::BroadcastInDim { shape: Shape::new(&[e]), broadcast_dimensions: vec![] };
+    let z = push(&mut f, bc(), &[zero]);
+    let neg = push(&mut f, Prim::Compare(CompareOp::Lt), &[idx, z]);
+    let nb = push(&mut f, bc(), &[size]);
+    let up = push(&mut f, Prim::Binary(BinaryOp::Add), &[idx, nb]);
+    let w = push(&mut f, Prim::Select, &[neg, up, idx]);
+    let g = push(&mut f, Prim::Gather { axis: 0, batch_dims: 0, mode }, &[table, w]);
+    f.outputs.push(g);
+    f
+}
+
+fn bits(a: &Array) -> Vec<u32> {
+    a.to_vec::<f32>().expect("f32").iter().map(|x| x.to_bits()).collect()
+}
+
+/// Out-of-range indices after the wrap: −N−1 wraps to −1, −1 to N−1, N and i32::MAX stay too large,
+/// i32::MIN wraps to a large negative. `Clip` clamps into [0, N−1]; `FillOrDrop` reads NaN.
+/// 11 indices: two unrolled groups of 4 and a tail of 3.
+#[test]
+fn out_of_range_indices_clamp_or_fill() {
+    let n = 5usize;
+    let table: Vec<f32> = (0..n).map(|i| 10.0 + i as f32).collect();
+    let idx: Vec<i32> = vec![0, -6, -1, 5, i32::MAX, i32::MIN, 4, -5, 2, 6, -7];
+    // After the wrap: 0, -1, 4, 5, MAX, MIN+5, 4, 0, 2, 6, -2.
+    let clip = [10.0, 10.0, 14.0, 14.0, 14.0, 10.0, 14.0, 10.0, 12.0, 14.0, 10.0];
+    let fill_ok = [true, false, true, false, false, false, true, true, true, false, false];
+    for mode in [IndexMode::Clip, IndexMode::FillOrDrop] {
+        let f = wrapped_gather(n, idx.len(), mode);
+        let args = [
+            Array::from_vec(&[n], table.clone()),
+            Array::from_vec(&[idx.len()], idx.clone()),
+            Array::scalar(0i32),
+            Array::scalar(n as i32),
+        ];
+        let got = compile(&f).expect("compile").run(&args).expect("run").remove(0);
+        let want = eval(&f, &args).expect("interpreter").remove(0);
+        assert_eq!(bits(&got), bits(&want), "{mode:?}: JIT vs interpreter");
+        let got = got.to_vec::<f32>().unwrap();
+        for (k, &g) in got.iter().enumerate() {
+            match mode {
+                IndexMode::Clip => assert_eq!(g, clip[k], "clip, index {}", idx[k]),
+                IndexMode::FillOrDrop if fill_ok[k] => assert_eq!(g, clip[k], "fill, index {}", idx[k]),
+                IndexMode::FillOrDrop => assert!(g.is_nan(), "fill, index {}: {g}", idx[k]),
+            }
+        }
+    }
+}
+
+/// The rank-0 leaves are real inputs, read at run time (not baked in at compile time): the same
+/// executable with a different wrap size gives the other answer.
+#[test]
+fn rank0_leaves_are_read_per_call() {
+    let (n, idx) = (4usize, vec![-1i32, 1, -2, 3, 0]);
+    let f = wrapped_gather(n, idx.len(), IndexMode::Clip);
+    let exe = compile(&f).expect("compile");
+    let table = Array::from_vec(&[n], vec![1.0f32, 2.0, 3.0, 4.0]);
+    let run = |zero: i32, size: i32| {
+        let args = [
+            table.clone(),
+            Array::from_vec(&[idx.len()], idx.clone()),
+            Array::scalar(zero),
+            Array::scalar(size),
+        ];
+        exe.run(&args).unwrap().remove(0).to_vec::<f32>().unwrap()
+    };
+    // size 4: -1 → 3, -2 → 2.
+    assert_eq!(run(0, 4), vec![4.0, 2.0, 3.0, 4.0, 1.0]);
+    // size 2: -1 → 1, -2 → 0.
+    assert_eq!(run(0, 2), vec![2.0, 2.0, 1.0, 4.0, 1.0]);
+    // zero = 2: indices below 2 get + 4: -1 → 3, 1 → 5 (clamped to 3), 0 → 4 (clamped to 3).
+    assert_eq!(run(2, 4), vec![4.0, 4.0, 3.0, 4.0, 4.0]);
+}
+
+/// A message gather big enough to run on several threads (row ranges whose ends are not multiples
+/// of the unroll), with ~1 % out-of-range indices: bitwise the interpreter's, and every in-range
+/// value equal to the table entry by hand.
+#[test]
+fn large_edge_gather_matches_interpreter() {
+    let (n, e) = (100_003usize, 700_021usize);
+    let mut x = 0x2545_F491_4F6C_DD1Du64;
+    let mut next = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let table: Vec<f32> = (0..n).map(|i| i as f32 * 0.25 - 7.0).collect();
+    let idx: Vec<i32> = (0..e)
+        .map(|_| {
+            let r = next();
+            match r % 100 {
+                0 => -(n as i32) - 1 - (r >> 40) as i32 % 1000,
+                1 => n as i32 + (r >> 40) as i32 % 1000,
+                _ => (r >> 20) as i32 % (2 * n as i32) - n as i32,
+            }
+        })
+        .collect();
+    for mode in [IndexMode::Clip, IndexMode::FillOrDrop] {
+        let f = wrapped_gather(n, e, mode);
+        let args = [
+            Array::from_vec(&[n], table.clone()),
+            Array::from_vec(&[e], idx.clone()),
+            Array::scalar(0i32),
+            Array::scalar(n as i32),
+        ];
+        let got = compile(&f).expect("compile").run(&args).expect("run").remove(0);
+        let want = eval(&f, &args).expect("interpreter").remove(0);
+        assert_eq!(bits(&got), bits(&want), "{mode:?}");
+        let got = got.to_vec::<f32>().unwrap();
+        for (k, &i) in idx.iter().enumerate() {
+            let w = if i < 0 { i + n as i32 } else { i };
+            if (0..n as i32).contains(&w) {
+                assert_eq!(got[k], table[w as usize], "{mode:?}, edge {k}, index {i}");
+            }
+        }
+    }
+}
+
+fn segment_sum_fn(dt: DType, e: usize, segments: usize) -> Function {
+    let mut f = Function::new();
+    let data = f.add_param(TensorType::new(dt, Shape::new(&[e])));
+    let ids = f.add_param(TensorType::new(DType::I32, Shape::new(&[e])));
+    let s = push(&mut f, Prim::SegmentSum { num_segments: segments }, &[data, ids]);
+    f.outputs.push(s);
+    f
+}
+
+/// Runs of equal ids: sorted runs, a segment revisited after others, dropped
+/// ids (−1, 4, huge) inside and between runs; sums by hand (exact in binary) and bitwise the
+/// interpreter's, f32 and f64.
+#[test]
+fn segment_sum_runs_by_hand() {
+    let ids = vec![0i32, 0, 0, 2, 2, -1, 2, 1, 4, 0, 3, i32::MAX, 3];
+    let data = [1.0, 2.0, 4.0, 0.5, 0.25, 100.0, 8.0, -3.0, 100.0, 16.0, -0.0, 100.0, -0.0];
+    // Segment 0: 1 + 2 + 4, then 16 after other segments; 3: -0 + -0 (0 + -0 + -0 = +0).
+    let want = [23.0, -3.0, 8.75, 0.0];
+    for dt in [DType::F32, DType::F64] {
+        let f = segment_sum_fn(dt, ids.len(), 4);
+        let d = match dt {
+            DType::F32 => Array::from_vec(&[ids.len()], data.iter().map(|&x| x as f32).collect::<Vec<_>>()),
+            _ => Array::from_vec(&[ids.len()], data.to_vec()),
+        };
+        let args = [d, Array::from_vec(&[ids.len()], ids.clone())];
+        let got = compile(&f).expect("compile").run(&args).expect("run").remove(0).to_f64_vec();
+        let interp = eval(&f, &args).expect("interpreter").remove(0).to_f64_vec();
+        assert_eq!(got, want, "{dt:?}");
+        let b = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(b(&got), b(&interp), "{dt:?} vs interpreter");
+        assert_eq!(b(&got), b(&want), "{dt:?}: signs of zeros");
+    }
+}
+
+/// A destination-sorted edge list of 500k edges over 70k segments (split over threads) and the
+/// same edges shuffled: both bitwise the interpreter's sequential sums.
+#[test]
+fn segment_sum_large_sorted_and_unsorted() {
+    let (e, segments) = (500_009usize, 70_001usize);
+    let mut x = 0x9E37_79B9_7F4A_7C15u64;
+    let mut next = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let data: Vec<f32> = (0..e).map(|_| (next() >> 40) as f32 / (1u64 << 24) as f32 - 0.5).collect();
+    let mut ids: Vec<i32> = (0..e).map(|_| (next() % segments as u64) as i32).collect();
+    ids.sort_unstable();
+    let f = segment_sum_fn(DType::F32, e, segments);
+    let exe = compile(&f).expect("compile");
+    for order in ["sorted", "shuffled"] {
+        if order == "shuffled" {
+            for k in (1..e).rev() {
+                ids.swap(k, (next() % (k as u64 + 1)) as usize);
+            }
+        }
+        let args = [Array::from_vec(&[e], data.clone()), Array::from_vec(&[e], ids.clone())];
+        let got = exe.run(&args).expect("run").remove(0);
+        let want = eval(&f, &args).expect("interpreter").remove(0);
+        assert_eq!(bits(&got), bits(&want), "{order}");
+    }
+}
