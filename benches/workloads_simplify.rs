@@ -5,7 +5,7 @@
 //! calls. A plain `main` (no criterion) so that the whole table takes a few minutes.
 //!
 //! Run: `cargo bench --bench workloads_simplify [-- FILTER]` (FILTER: a substring of
-//! `W1/grad/N=4096,T=1000`-style names). The largest sizes (W1 at N = 10⁶) are skipped unless
+//! `W1/grad/N=4096,T=1000`-style names). The largest sizes (W1 and W3 at N = 10⁶) are skipped unless
 //! `KILN_BENCH_ALL=1`.
 
 #[path = "workloads/mod.rs"]

@@ -31,6 +31,7 @@ script_for() {
     case $1 in
         W1) echo w1_heat.py ;;
         W2) echo w2_massspring.py ;;
+        W3) echo w3_abm.py ;;
         W4) echo w4_rollout.py ;;
         W5) echo w5_mlp.py ;;
         *) echo "compare_jax.sh: no JAX script for workload $1" >&2; exit 2 ;;

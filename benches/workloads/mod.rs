@@ -11,12 +11,13 @@
 pub mod common;
 pub mod w1;
 pub mod w2;
+pub mod w3;
 pub mod w4;
 pub mod w5;
 
 /// One timed program of the suite, named like the JAX anchor's `emit(workload, variant, size)`.
 pub struct Case {
-    /// "W1", "W2", "W4", "W5".
+    /// "W1", "W2", "W3", "W4", "W5".
     pub workload: &'static str,
     /// e.g. "fwd", "grad", "grad_vmap" — the JAX anchor's variant string.
     pub variant: &'static str,
@@ -31,6 +32,7 @@ pub struct Case {
 pub fn all_cases() -> Vec<Case> {
     let mut cases = w1::cases();
     cases.extend(w2::cases());
+    cases.extend(w3::cases());
     cases.extend(w4::cases());
     cases.extend(w5::cases());
     cases
