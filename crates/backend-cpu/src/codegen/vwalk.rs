@@ -159,8 +159,7 @@ impl<'a, 'b> Emitter<'a, 'b> {
                 };
                 let out_dims = dims_of(e.outputs[0]);
                 debug_assert_eq!(Some(&n_in), out_dims.last());
-                let lin = self.offset(&out_dims[..last], &idx[..last]);
-                let mut j = self.unravel(lin, in_prefix);
+                let mut j = self.reshape_index(in_prefix, &out_dims[..last], &idx[..last]);
                 j.push(idx[last]);
                 return self.vvalue(ins[0], &j);
             }
