@@ -560,6 +560,20 @@ mod tests {
     }
 
     #[test]
+    fn unit_batch_broadcasts() {
+        let mut f = Function::new();
+        let (x, y, z) = (param(&mut f, &[1, 9, 3]), param(&mut f, &[1, 9]), param(&mut f, &[3]));
+        let b = bcast(&mut f, y, &[1, 9, 3], &[0, 1]);
+        let c = bcast(&mut f, z, &[1, 9, 3], &[2]);
+        let w = param(&mut f, &[9, 3]);
+        let d = bcast(&mut f, w, &[1, 9, 3], &[1, 2]);
+        let s = add(&mut f, x, b);
+        let s = add(&mut f, s, c);
+        add(&mut f, s, d);
+        assert_eq!(decision(&f), Some(vec![9, 3]));
+    }
+
+    #[test]
     fn transposes_of_inner_axes_do_not_collapse() {
         let mut f = Function::new();
         let (x, y) = (param(&mut f, &[128, 9, 3]), param(&mut f, &[128, 3, 9]));
