@@ -253,3 +253,29 @@ fn reshapes_that_split_and_merge_inner_axes_read_the_right_elements() {
         check(&f, &[array(DType::F32, &[n, 6, 2], 3)]);
     }
 }
+
+#[test]
+fn slices_of_slices_and_unit_axis_reshapes_vectorize() {
+    // The rigid-body pattern: v = q[..., 1:4], components v[..., k:k+1], products, reshaped to
+    // [n]: one strided slice of the leaf per component, loaded lane by lane.
+    for dt in [DType::F32, DType::F64] {
+        for n in [3, 128] {
+            let mut f = Function::new();
+            let q = f.add_param(TensorType::new(dt, Shape::new(&[n, 4])));
+            let v = slice(&mut f, q, &[0, 1], &[n, 4]);
+            let x = slice(&mut f, v, &[0, 0], &[n, 1]);
+            let z = slice(&mut f, v, &[0, 2], &[n, 3]);
+            let w = slice(&mut f, q, &[0, 0], &[n, 1]);
+            let xz = bin(&mut f, BinaryOp::Mul, x, z);
+            let d = bin(&mut f, BinaryOp::Sub, xz, w);
+            let r = push(&mut f, Prim::Reshape { new_sizes: Shape::new(&[n]) }, &[d]);
+            let out = push(&mut f, Prim::Unary(UnaryOp::Abs), &[r]);
+            f.outputs.push(out);
+            let text = check(&f, &[array(dt, &[n, 4], 6)]);
+            assert!(text.contains(&format!("axes collapsed [{n}] -> [{n}]")), "{text}");
+            if n * dt.size_bytes() >= 16 {
+                assert!(text.contains("insertlane"), "{text}");
+            }
+        }
+    }
+}

@@ -47,6 +47,8 @@ pub(super) struct Collapsed {
     pub(super) row_scale: i64,
     /// The root's partition.
     pub(super) part: Part,
+    /// Whether any node's axes merged (else the rewrite is the original kernel).
+    pub(super) changed: bool,
 }
 
 /// Whether collapsing is on: `KILN_COLLAPSE=0` turns it off (a diagnostic switch for measuring
@@ -64,10 +66,14 @@ pub(super) fn plan(f: &Function, root: usize, inline: &[Option<usize>]) -> Optio
     }
     let out = f.var_type(f.eqns[root].outputs[0]);
     let dims = out.shape.dims();
-    if dims.len() < 2 || out.shape.size() == 0 {
+    if dims.is_empty() || out.shape.size() == 0 {
         return None;
     }
-    candidates(dims).into_iter().find_map(|part| Rewriter::run(f, root, inline, part))
+    candidates(dims)
+        .into_iter()
+        .find_map(|part| Rewriter::run(f, root, inline, part))
+        // No root axes merge, but an operand's may (a reshape `[n, 1] -> [n]` becomes the identity).
+        .or_else(|| Rewriter::run(f, root, inline, singletons(dims.len())).filter(|c| c.changed))
 }
 
 /// Root partitions with at least one merge, best first: the longest innermost group, then the
@@ -136,6 +142,7 @@ struct Rewriter<'a> {
     memo: HashMap<(Var, Part), Var>,
     /// Each original leaf's partition and parameter.
     leaves: HashMap<Var, (Part, Var)>,
+    changed: bool,
 }
 
 impl<'a> Rewriter<'a> {
@@ -147,6 +154,7 @@ impl<'a> Rewriter<'a> {
             inl: HashMap::new(),
             memo: HashMap::new(),
             leaves: HashMap::new(),
+            changed: false,
         };
         let e = &f.eqns[root];
         w.eqn(root, &part, true)?;
@@ -158,7 +166,7 @@ impl<'a> Rewriter<'a> {
         }
         let origin = w.leaves.iter().map(|(orig, (_, p))| (*p, *orig)).collect();
         let root = w.func.eqns.len() - 1;
-        Some(Collapsed { func: w.func, root, inline, origin, row_scale, part })
+        Some(Collapsed { func: w.func, root, inline, origin, row_scale, part, changed: w.changed })
     }
 
     /// The rewritten `v` under partition `part` of its axes.
@@ -166,6 +174,7 @@ impl<'a> Rewriter<'a> {
         if let Some(&n) = self.memo.get(&(v, part.clone())) {
             return Some(n);
         }
+        self.changed |= part.iter().any(|g| g.len() > 1);
         let ty = self.f.var_type(v);
         let n = match self.inline[v.index()] {
             Some(k) => self.eqn(k, part, false)?,
@@ -207,6 +216,7 @@ impl<'a> Rewriter<'a> {
         let new_od = collapse_dims(&od, part);
         let in_dims = |i: usize| f.var_type(e.inputs[i]).shape.dims().to_vec();
         let trivial = part.iter().all(|g| g.len() == 1);
+        self.changed |= !trivial;
         let (prim, inputs): (Prim, Vec<Var>) = match &e.prim {
             Prim::Unary(_)
             | Prim::Binary(_)
@@ -292,7 +302,22 @@ impl<'a> Rewriter<'a> {
                 (Prim::Rev { dimensions: new_dims }, vec![x])
             }
             Prim::Slice { start, strides, .. } => {
-                let id = in_dims(0);
+                // A slice of an inlined slice reads the inner operand directly (one progression).
+                let (mut x, mut start, mut strides) = (e.inputs[0], start.clone(), strides.clone());
+                while let Some(k) = self.inline[x.index()]
+                    && let Prim::Slice { start: s2, strides: q2, .. } = &f.eqns[k].prim
+                {
+                    for d in 0..start.len() {
+                        start[d] = s2[d] + start[d] * q2[d];
+                        strides[d] *= q2[d];
+                    }
+                    x = f.eqns[k].inputs[0];
+                    self.changed = true;
+                }
+                let id = f.var_type(x).shape.dims().to_vec();
+                if od.contains(&0) {
+                    return None;
+                }
                 let (mut ns, mut nl, mut nst) = (Vec::new(), Vec::new(), Vec::new());
                 for g in part {
                     let (t, s) =
@@ -302,7 +327,7 @@ impl<'a> Rewriter<'a> {
                     nl.push(t + (n - 1) * s + 1);
                     nst.push(s);
                 }
-                let x = self.var(e.inputs[0], part)?;
+                let x = self.var(x, part)?;
                 (Prim::Slice { start: ns, limit: nl, strides: nst }, vec![x])
             }
             Prim::Concatenate { dimension } => {
