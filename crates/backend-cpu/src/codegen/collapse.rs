@@ -419,6 +419,10 @@ fn reshape_part(id: &[usize], od: &[usize], part: &Part) -> Option<Part> {
         }
         p
     };
+    if part.is_empty() || id.is_empty() {
+        // To or from rank 0 (one element): the input keeps its own (unit) axes.
+        return Some(singletons(id.len()));
+    }
     let (pi, po) = (prefix(id), prefix(od));
     let mut in_part = Vec::new();
     let mut a = 0;
@@ -657,6 +661,9 @@ mod tests {
         // [6] -> [2, 3] cannot split the input.
         assert_eq!(reshape_part(&[6], &[2, 3], &vec![0..1, 1..2]), None);
         assert_eq!(reshape_part(&[6], &[2, 3], &vec![0..2]), Some(vec![0..1]));
+        // To and from rank 0.
+        assert_eq!(reshape_part(&[1, 1], &[], &vec![]), Some(vec![0..1, 1..2]));
+        assert_eq!(reshape_part(&[], &[1, 1], &vec![0..2]), Some(vec![]));
     }
 
     #[test]
