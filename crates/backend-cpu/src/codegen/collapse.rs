@@ -97,7 +97,7 @@ pub(super) fn candidates(dims: &[usize]) -> Vec<Part> {
     } else {
         // Merge a suffix, or a prefix, only.
         (1..r)
-            .map(|k| (0..k).map(|d| d..d + 1).chain([k..r]).collect())
+            .map(|k| (0..k).map(|d| d..d + 1).chain(std::iter::once(k..r)).collect())
             .chain((2..=r).map(|k| std::iter::once(0..k).chain((k..r).map(|d| d..d + 1)).collect()))
             .collect()
     };
@@ -352,7 +352,9 @@ impl<'a> Rewriter<'a> {
                         }
                         None => (0, 0, 0),
                     };
-                    (nl.push(l), nh.push(h), ni.push(i));
+                    nl.push(l);
+                    nh.push(h);
+                    ni.push(i);
                 }
                 let x = self.var(e.inputs[0], part)?;
                 let pv = self.var(e.inputs[1], &Vec::new())?;
@@ -525,6 +527,7 @@ impl Emitter<'_, '_> {
 }
 
 #[cfg(test)]
+#[allow(clippy::single_range_in_vec_init)] // one-group partitions
 mod tests {
     use super::*;
     use kiln_ir::{BinaryOp, DType, ReduceOp};

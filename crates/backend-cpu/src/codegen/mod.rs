@@ -9,6 +9,10 @@
 //! Elementwise arithmetic is in [`scalar`]. Kernels whose fused tree passes a static check run
 //! their contiguous innermost loop on 128-bit vectors instead ([`vector`], arithmetic in [`vops`]),
 //! with transcendentals strip-mined into tiles for the [`crate::vmath`] tile functions.
+//!
+//! Before either, [`collapse`] merges adjacent output axes across which every access of the kernel
+//! is contiguous (vmap's `[batch, 9, 3]` kernels become one row of `27·batch`), so short innermost
+//! axes still reach the vector path.
 
 mod check;
 mod collapse;
