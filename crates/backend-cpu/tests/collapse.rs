@@ -19,7 +19,7 @@ fn values(n: usize, seed: usize) -> Vec<f64> {
         .map(|i| {
             let k = i + 7 * seed;
             let u = ((k as f64 + 0.5) * 0.618_033_988_749_895).fract();
-            if k % 5 == 0 { special[(k / 5) % 10] } else { 20.0 * u - 10.0 }
+            if k.is_multiple_of(5) { special[(k / 5) % 10] } else { 20.0 * u - 10.0 }
         })
         .collect()
 }
