@@ -182,13 +182,15 @@ impl<'a> Checker<'a> {
                     None
                 }
             }
-            Prim::Slice { strides, start, .. } => {
-                if strides.last() == Some(&1) {
-                    self.shifted(ins[0], *start.last().expect("rank ≥ 1") as i64)
-                } else {
-                    None
+            Prim::Slice { strides, start, .. } => match strides.last() {
+                Some(&1) => self.shifted(ins[0], *start.last().expect("rank ≥ 1") as i64),
+                // A strided slice of a leaf: lanes loaded one by one (`strided_leaf`).
+                Some(_) if self.inline[ins[0].index()].is_none() && in_dt(0) != DType::Bool => {
+                    self.unify(in_dt(0))?;
+                    Some(0)
                 }
-            }
+                _ => None,
+            },
             Prim::Concatenate { dimension } => {
                 let last = rank(e.outputs[0]) - 1;
                 let mut off = 0i64;

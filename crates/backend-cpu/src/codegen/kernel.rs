@@ -41,6 +41,7 @@ pub(super) fn build(
     f: &Function,
     root: usize,
     inline: &[Option<usize>],
+    row_scale: i64,
 ) -> R<Vec<Var>> {
     let mut leaves = Vec::new();
     collect_leaves(f, &f.eqns[root], inline, &mut leaves);
@@ -50,7 +51,12 @@ pub(super) fn build(
     b.switch_to_block(entry);
     let table = b.block_params(entry)[0];
     // The kernel computes outer-axis rows [lo, hi) of its output (the runtime splits rows over threads).
-    let (lo, hi) = (b.block_params(entry)[1], b.block_params(entry)[2]);
+    let (mut lo, mut hi) = (b.block_params(entry)[1], b.block_params(entry)[2]);
+    if row_scale != 1 {
+        // Collapsed kernel (see `collapse`): rows of the original outer axis, in collapsed rows.
+        lo = b.ins().imul_imm_s(lo, row_scale);
+        hi = b.ins().imul_imm_s(hi, row_scale);
+    }
     let mut bases = HashMap::new();
     // Rank-0 leaves are loaded once here, not at every element: Cranelift cannot hoist a load out of
     // a loop that stores (it cannot prove the store misses it), and the jnp index wrap reads two
@@ -412,8 +418,7 @@ impl<'a, 'b> Emitter<'a, 'b> {
             }
             Prim::Reshape { .. } => {
                 let out_dims = f.var_type(e.outputs[0]).shape.dims().to_vec();
-                let lin = self.offset(&out_dims, idx);
-                let j = self.unravel(lin, &dims_of(0));
+                let j = self.reshape_index(&dims_of(0), &out_dims, idx);
                 self.value(ins[0], &j)
             }
             Prim::Transpose { permutation } => {

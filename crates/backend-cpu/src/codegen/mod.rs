@@ -9,8 +9,13 @@
 //! Elementwise arithmetic is in [`scalar`]. Kernels whose fused tree passes a static check run
 //! their contiguous innermost loop on 128-bit vectors instead ([`vector`], arithmetic in [`vops`]),
 //! with transcendentals strip-mined into tiles for the [`crate::vmath`] tile functions.
+//!
+//! Before either, [`collapse`] merges adjacent output axes across which every access of the kernel
+//! is contiguous (vmap's `[batch, 9, 3]` kernels become one row of `27·batch`), so short innermost
+//! axes still reach the vector path.
 
 mod check;
+mod collapse;
 mod elem_calls;
 mod kernel;
 mod pairwise;
@@ -116,15 +121,25 @@ impl Jit {
         self.ctx.func.signature.params.push(AbiParam::new(ptr));
         self.ctx.func.signature.params.push(AbiParam::new(types::I64));
         self.ctx.func.signature.params.push(AbiParam::new(types::I64));
-        let leaves = kernel::build(&mut self.module, &mut self.ctx.func, &mut self.fctx, f, root, inline)?;
+        // Collapsed axes when every access allows (see `collapse`); the leaves are the same buffers.
+        let collapsed = collapse::plan(f, root, inline);
+        let leaves = match &collapsed {
+            Some(c) => {
+                let (m, func, fctx) = (&mut self.module, &mut self.ctx.func, &mut self.fctx);
+                let leaves = kernel::build(m, func, fctx, &c.func, c.root, &c.inline, c.row_scale)?;
+                leaves.iter().map(|v| c.origin[v]).collect()
+            }
+            None => kernel::build(&mut self.module, &mut self.ctx.func, &mut self.fctx, f, root, inline, 1)?,
+        };
         if leaves.len() + 1 > MAX_KERNEL_OPERANDS {
             return Err(CompileError::unsupported(f.eqns[root].prim.name(), "kernel with over 255 operands"));
         }
         let name = format!("kernel{}", self.count);
         self.count += 1;
         if self.dump {
+            let note = collapsed.as_ref().map_or(String::new(), |c| collapse::describe(f, root, c));
             self.clif.push(format!(
-                "; {name}: root {} (equation {root})\n{}",
+                "; {name}: root {} (equation {root}){note}\n{}",
                 f.eqns[root].prim.name(),
                 self.ctx.func.display()
             ));

@@ -5,9 +5,11 @@
 //! The static check [`Checker`] — an exhaustive per-primitive `match` — decides per kernel: a value
 //! is *lane-varying* when its innermost index moves with the output's (loaded with one vector load,
 //! stride 1), or *lane-invariant* when a broadcast (or iota along another axis, or a rank-0 bound)
-//! drops the innermost index (computed once by the scalar path and splatted). Whatever the check
-//! rejects (gather, rev of the last axis, dynamic slices, strided slices or transposes of the last
-//! axis, interior padding of the last axis, mixed widths, bool leaves or outputs, more than
+//! drops the innermost index (computed once by the scalar path and splatted); a strided slice of
+//! the last axis of a leaf is lane-varying too, loaded lane by lane (the quaternion components
+//! `q[..., k:k+1]` of a collapsed kernel, see [`super::collapse`]). Whatever the check rejects
+//! (gather, rev of the last axis, dynamic slices, strided slices of inlined values or transposes of
+//! the last axis, interior padding of the last axis, mixed widths, bool leaves or outputs, more than
 //! `MAX_SEGMENTS` segments) keeps the scalar loop nest. The check lives in [`super::check`], the
 //! per-primitive vector table in [`super::vwalk`].
 //!

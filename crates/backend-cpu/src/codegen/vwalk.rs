@@ -42,6 +42,30 @@ impl<'a, 'b> Emitter<'a, 'b> {
         }
     }
 
+    /// Lanes `idx, idx + stride, ...` (along the innermost axis) of the leaf `v`: a strided slice of
+    /// a materialized buffer (quaternion components `q[..., k:k+1]` once collapsed), loaded lane by
+    /// lane (the check admits strided slices of leaves only).
+    fn strided_leaf(&mut self, v: Var, idx: &[Value], stride: i64) -> R<Option<Value>> {
+        if self.vs.pass <= self.vs.passes && !self.vs.needed {
+            return Ok(None);
+        }
+        let f = self.f;
+        let dt = f.dtype(v);
+        let dims = f.var_type(v).shape.dims().to_vec();
+        let off = self.offset(&dims, idx);
+        let addr = self.address(dt, self.bases[&v], off);
+        let step = stride * dt.size_bytes() as i64;
+        let lane_ty = super::kernel::clif_type(dt);
+        let x = self.b.ins().load(lane_ty, mem(), addr, 0);
+        let ty = self.vty(dt);
+        let mut vec = self.b.ins().splat(ty, x);
+        for l in 1..self.vs.lanes {
+            let x = self.b.ins().load(lane_ty, mem(), addr, (l as i64 * step) as i32);
+            vec = self.b.ins().insertlane(vec, x, l as u8);
+        }
+        Ok(Some(vec))
+    }
+
     /// (last tiled pass, occurrence count) of `v`'s tree, as the checker sees it outside reductions.
     fn summary(&mut self, v: Var) -> (usize, usize) {
         if let Some(&r) = self.vs.summary.get(&v) {
@@ -159,8 +183,7 @@ impl<'a, 'b> Emitter<'a, 'b> {
                 };
                 let out_dims = dims_of(e.outputs[0]);
                 debug_assert_eq!(Some(&n_in), out_dims.last());
-                let lin = self.offset(&out_dims[..last], &idx[..last]);
-                let mut j = self.unravel(lin, in_prefix);
+                let mut j = self.reshape_index(in_prefix, &out_dims[..last], &idx[..last]);
                 j.push(idx[last]);
                 return self.vvalue(ins[0], &j);
             }
@@ -176,6 +199,9 @@ impl<'a, 'b> Emitter<'a, 'b> {
                 for d in 0..idx.len() {
                     let scaled = self.b.ins().imul_imm_s(idx[d], strides[d] as i64);
                     j[d] = self.b.ins().iadd_imm_s(scaled, start[d] as i64);
+                }
+                if strides[last] != 1 {
+                    return self.strided_leaf(ins[0], &j, strides[last] as i64);
                 }
                 return self.vshifted(ins[0], &j, start[last] as i64);
             }
