@@ -11,7 +11,9 @@
 //! equation carries an evaluation count, how many times it would run per element of its result summed
 //! over all kernels (the sum over its uses of the user's count — 1 for a root — times [`reads`]).
 //! Such an op is inlined only while its count stays at most [`RECOMPUTE_LIMIT`]; past it, it is
-//! materialized and counts restart at 1 below it. A chain of values each read twice therefore
+//! materialized and counts restart at 1 below it. Nor is it recomputed when that would make one
+//! of its single-use producers (a transcendental, a layout change) a kernel of its own
+//! ([`forces_root`]): that trades one kernel for another. A chain of values each read twice therefore
 //! materializes every third value instead of growing as 2ⁿ, and the total work of the recomputed
 //! ops is at most `RECOMPUTE_LIMIT` times their work materialized. A value read by three quaternion
 //! formulas, or one that the simplifier's CSE merged from copies, is no longer a round trip
@@ -266,6 +268,36 @@ fn recomputable(e: &kiln_ir::Eqn) -> bool {
     }
 }
 
+/// How far [`forces_root`] follows single-use producers before assuming the worst.
+const FORCED_DEPTH: usize = 8;
+
+/// Whether recomputing `e` in several kernels, `count` evaluations per element, would turn one of
+/// its single-use producers into a new kernel root: one that is inlined into `e`'s kernel when `e`
+/// is materialized, but cannot follow `e` into every consumer (not [`duplicable`], not
+/// [`recomputable`] within [`RECOMPUTE_LIMIT`]), directly or below such producers. Recomputing `e`
+/// then saves its kernel but adds another (on the ant's substep, without this check, 191 → 209).
+fn forces_root(
+    f: &Function,
+    producer: &[Option<usize>],
+    uses: &[usize],
+    is_output: &[bool],
+    e: &kiln_ir::Eqn,
+    count: u64,
+    depth: usize,
+) -> bool {
+    e.inputs.iter().enumerate().any(|(k, v)| {
+        let Some(p) = producer[v.index()] else { return false };
+        let pe = &f.eqns[p];
+        // Materialized or decided on its own whatever `e` becomes.
+        if lowering(f, pe) != Lowering::Inlinable || is_output[v.index()] || uses[v.index()] != 1 {
+            return false;
+        }
+        let c = count.saturating_mul(reads(f, e, k));
+        let follows = duplicable(f, pe) || (recomputable(pe) && c <= RECOMPUTE_LIMIT);
+        !follows || depth == 0 || forces_root(f, producer, uses, is_output, pe, c, depth - 1)
+    })
+}
+
 /// Whether `e`'s operand `slot` is read at data-dependent positions at least once per element of
 /// that operand on average: the table of a gather whose result is no smaller than the table.
 fn scatters(f: &Function, e: &kiln_ir::Eqn, slot: usize) -> bool {
@@ -368,11 +400,20 @@ pub(crate) fn assign(f: &Function) -> Vec<Role> {
     for v in &f.outputs {
         is_output[v.index()] = true;
     }
+    // The equation computing each variable (none for parameters and constants), and its use count.
+    let mut producer = vec![None; f.vars.len()];
+    for (i, e) in f.eqns.iter().enumerate() {
+        for v in &e.outputs {
+            producer[v.index()] = Some(i);
+        }
+    }
+    let uses: Vec<usize> = consumers.iter().map(Vec::len).collect();
     let mut roles = vec![Role::Runtime; f.eqns.len()];
     // `repeated[i]`: an inlined equation is evaluated more than once per element of its output.
     let mut repeated = vec![false; f.eqns.len()];
     // `copied[i]`: an inlined equation recomputed in several consumers (directly or because its
-    // consumer is); its producers may be inlined only if they are duplicable too.
+    // consumer is); its producers may be inlined only if they are duplicable too, or recomputable
+    // within the evaluation budget.
     let mut copied = vec![false; f.eqns.len()];
     // `scattered[i]`: an inlined equation whose result is read at data-dependent positions (see
     // [`scatters`]), directly or through inlined consumers.
@@ -407,7 +448,9 @@ pub(crate) fn assign(f: &Function) -> Vec<Role> {
                     && users.iter().all(in_kernel)
                     && ((users.len() == 1 && !copied[users[0]])
                         || duplicable(f, e)
-                        || (recomputable(e) && count <= RECOMPUTE_LIMIT));
+                        || (recomputable(e)
+                            && count <= RECOMPUTE_LIMIT
+                            && !forces_root(f, &producer, &uses, &is_output, e, count, FORCED_DEPTH)));
                 // Evaluated more than once per element inside the consumer's kernel?
                 repeated[i] = inline
                     && users.iter().any(|&u| {

@@ -282,14 +282,27 @@ fn cheap_products_under_a_wide_broadcast_read_twice_are_materialized() {
 #[test]
 fn costly_producers_read_by_two_kernels_are_still_materialized() {
     // e = exp(x) and r = x / y are read by two roots each: computed once in their own kernels
-    // (4 in all); the cheap m = e * 2 above exp is recomputed in both readers.
-    let src = "{ lambda x:f32[3] y:f32[3] ; two:f32[] = 2.0 . let
+    // (4 in all), not recomputed like cheap ops.
+    let src = "{ lambda x:f32[3] y:f32[3] . let
         e:f32[3] = exp x
         r:f32[3] = div x y
-        tw:f32[3] = broadcast_in_dim[shape=(3,) broadcast_dimensions=()] two
-        m:f32[3] = mul e tw
-        s:f32[3] = add m r
-        t:f32[3] = sub m r
+        s:f32[3] = add e r
+        t:f32[3] = sub e r
       in (s, t) }";
     check(src, &[v(&[0.5, -1.0, 0.0]), v(&[2.0, 3.0, -0.0])], 4);
+}
+
+#[test]
+fn a_cheap_op_over_costly_single_use_producers_is_not_recomputed() {
+    // u = sqrt(x) + exp(y) is read by two roots. Recomputing u would leave its sqrt and exp (read
+    // only by u, not recomputable) as two kernels of their own: u stays one kernel with both
+    // inlined (3 in all, not 4).
+    let src = "{ lambda x:f32[3] y:f32[3] . let
+        a:f32[3] = sqrt x
+        b:f32[3] = exp y
+        u:f32[3] = add a b
+        s:f32[3] = mul u x
+        t:f32[3] = sub u y
+      in (s, t) }";
+    check(src, &[v(&[4.0, -1.0, 0.0]), v(&[0.5, 3.0, -0.0])], 3);
 }
