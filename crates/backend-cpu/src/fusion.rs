@@ -6,7 +6,18 @@
 //! kernel can express as "value at an output index" is inlined into its consumer when its result has
 //! exactly one use and that use is itself in a kernel; broadcasts and iotas, which cost nothing to
 //! recompute, and mask logic (comparisons and bool and/or/not, see [`duplicable`]) are inlined into
-//! every kernel consumer. A gather that reads its table at least once per table element on average
+//! every kernel consumer. Cheap elementwise ops ([`recomputable`]: add, mul, min, select, compare,
+//! convert...) read by several consumers are recomputed in each of them too, within a budget: every
+//! equation carries an evaluation count, how many times it would run per element of its result summed
+//! over all kernels (the sum over its uses of the user's count — 1 for a root — times [`reads`]).
+//! Such an op is inlined only while its count stays at most [`RECOMPUTE_LIMIT`]; past it, it is
+//! materialized and counts restart at 1 below it. Nor is it recomputed when that would make one
+//! of its single-use producers (a transcendental, a layout change) a kernel of its own
+//! ([`forces_root`]): that trades one kernel for another. A chain of values each read twice therefore
+//! materializes every third value instead of growing as 2ⁿ, and the total work of the recomputed
+//! ops is at most `RECOMPUTE_LIMIT` times their work materialized. A value read by three quaternion
+//! formulas, or one that the simplifier's CSE merged from copies, is no longer a round trip
+//! through memory. A gather that reads its table at least once per table element on average
 //! (a message gather over a graph's edges) takes only single-array producers inline
 //! ([`scattered_ok`]): each inlined operand array would add one random-access read per gathered
 //! element. Reductions are always kernel roots (inlining
@@ -155,6 +166,138 @@ fn rereads(f: &Function, e: &kiln_ir::Eqn, slot: usize) -> bool {
     }
 }
 
+/// How many times `e` evaluates its operand `slot` per element of that operand, rounded up, at
+/// least 1: the multiplier of an inlined producer's evaluation count (see the module doc). Follows
+/// the codegen's index maps like [`rereads`], counting how often instead of whether.
+fn reads(f: &Function, e: &kiln_ir::Eqn, slot: usize) -> u64 {
+    let size = |v: kiln_ir::Var| f.var_type(v).shape.size() as u64;
+    // Output elements per operand element: every output index evaluates the operand once.
+    let per_output = || size(e.outputs[0]).div_ceil(size(e.inputs[slot]).max(1)).max(1);
+    match &e.prim {
+        Prim::Unary(_)
+        | Prim::Binary(_)
+        | Prim::Compare(_)
+        | Prim::Select
+        | Prim::Clamp
+        | Prim::ConvertElementType { .. }
+        | Prim::BitcastConvertType { .. }
+        | Prim::BroadcastInDim { .. }
+        | Prim::DynamicUpdateSlice
+        | Prim::Concatenate { .. }
+        | Prim::Pad { .. }
+        | Prim::Gather { .. } => per_output(),
+        Prim::DotGeneral { lhs_contracting, rhs_contracting, lhs_batch, rhs_batch, .. } => {
+            let (other, c, b) = if slot == 0 {
+                (e.inputs[1], rhs_contracting, rhs_batch)
+            } else {
+                (e.inputs[0], lhs_contracting, lhs_batch)
+            };
+            let t = f.var_type(other);
+            let free: usize =
+                (0..t.rank()).filter(|d| !c.contains(d) && !b.contains(d)).map(|d| t.shape[d]).product();
+            free.max(1) as u64
+        }
+        Prim::Iota { .. }
+        | Prim::Reshape { .. }
+        | Prim::Transpose { .. }
+        | Prim::Rev { .. }
+        | Prim::Slice { .. }
+        | Prim::DynamicSlice { .. }
+        | Prim::Reduce { .. }
+        | Prim::ArgReduce { .. }
+        | Prim::Cumulative { .. }
+        | Prim::StopGradient
+        | Prim::Sort { .. }
+        | Prim::Scatter { .. }
+        | Prim::SegmentSum { .. }
+        | Prim::Threefry2x32
+        | Prim::CustomJvpCall { .. }
+        | Prim::CustomVjpCall { .. }
+        | Prim::Scan { .. }
+        | Prim::WhileLoop { .. }
+        | Prim::Cond { .. }
+        | Prim::Call { .. }
+        | Prim::Checkpoint { .. } => 1,
+    }
+}
+
+/// The most evaluations per result element, over all kernels, of a [`recomputable`] op inlined into
+/// several consumers (see the module doc). Recomputing costs a few arithmetic ops (and reads of its
+/// operands, which its consumers often read anyway); materializing costs a kernel launch, a
+/// write and a read back per consumer.
+pub(crate) const RECOMPUTE_LIMIT: u64 = 4;
+
+/// Whether `e` is a cheap elementwise op worth recomputing in several consumer kernels rather than
+/// materializing: plain arithmetic, min/max, compare, select, clamp and conversions — not the
+/// [`costly`] ones (transcendentals, divisions).
+fn recomputable(e: &kiln_ir::Eqn) -> bool {
+    match &e.prim {
+        Prim::Unary(_) | Prim::Binary(_) => !costly(&e.prim),
+        Prim::Compare(_)
+        | Prim::Select
+        | Prim::Clamp
+        | Prim::ConvertElementType { .. }
+        | Prim::BitcastConvertType { .. } => true,
+        Prim::Iota { .. }
+        | Prim::BroadcastInDim { .. }
+        | Prim::Reshape { .. }
+        | Prim::Transpose { .. }
+        | Prim::Rev { .. }
+        | Prim::Slice { .. }
+        | Prim::DynamicSlice { .. }
+        | Prim::DynamicUpdateSlice
+        | Prim::Concatenate { .. }
+        | Prim::Pad { .. }
+        | Prim::Gather { .. }
+        | Prim::StopGradient
+        | Prim::DotGeneral { .. }
+        | Prim::Reduce { .. }
+        | Prim::ArgReduce { .. }
+        | Prim::Cumulative { .. }
+        | Prim::Sort { .. }
+        | Prim::Scatter { .. }
+        | Prim::SegmentSum { .. }
+        | Prim::Threefry2x32
+        | Prim::CustomJvpCall { .. }
+        | Prim::CustomVjpCall { .. }
+        | Prim::Scan { .. }
+        | Prim::WhileLoop { .. }
+        | Prim::Cond { .. }
+        | Prim::Call { .. }
+        | Prim::Checkpoint { .. } => false,
+    }
+}
+
+/// How far [`forces_root`] follows single-use producers before assuming the worst.
+const FORCED_DEPTH: usize = 8;
+
+/// Whether recomputing `e` in several kernels, `count` evaluations per element, would turn one of
+/// its single-use producers into a new kernel root: one that is inlined into `e`'s kernel when `e`
+/// is materialized, but cannot follow `e` into every consumer (not [`duplicable`], not
+/// [`recomputable`] within [`RECOMPUTE_LIMIT`]), directly or below such producers. Recomputing `e`
+/// then saves its kernel but adds another (on the ant's substep, without this check, 191 → 209).
+fn forces_root(
+    f: &Function,
+    producer: &[Option<usize>],
+    uses: &[usize],
+    is_output: &[bool],
+    e: &kiln_ir::Eqn,
+    count: u64,
+    depth: usize,
+) -> bool {
+    e.inputs.iter().enumerate().any(|(k, v)| {
+        let Some(p) = producer[v.index()] else { return false };
+        let pe = &f.eqns[p];
+        // Materialized or decided on its own whatever `e` becomes.
+        if lowering(f, pe) != Lowering::Inlinable || is_output[v.index()] || uses[v.index()] != 1 {
+            return false;
+        }
+        let c = count.saturating_mul(reads(f, e, k));
+        let follows = duplicable(f, pe) || (recomputable(pe) && c <= RECOMPUTE_LIMIT);
+        !follows || depth == 0 || forces_root(f, producer, uses, is_output, pe, c, depth - 1)
+    })
+}
+
 /// Whether `e`'s operand `slot` is read at data-dependent positions at least once per element of
 /// that operand on average: the table of a gather whose result is no smaller than the table.
 fn scatters(f: &Function, e: &kiln_ir::Eqn, slot: usize) -> bool {
@@ -257,15 +400,27 @@ pub(crate) fn assign(f: &Function) -> Vec<Role> {
     for v in &f.outputs {
         is_output[v.index()] = true;
     }
+    // The equation computing each variable (none for parameters and constants), and its use count.
+    let mut producer = vec![None; f.vars.len()];
+    for (i, e) in f.eqns.iter().enumerate() {
+        for v in &e.outputs {
+            producer[v.index()] = Some(i);
+        }
+    }
+    let uses: Vec<usize> = consumers.iter().map(Vec::len).collect();
     let mut roles = vec![Role::Runtime; f.eqns.len()];
     // `repeated[i]`: an inlined equation is evaluated more than once per element of its output.
     let mut repeated = vec![false; f.eqns.len()];
     // `copied[i]`: an inlined equation recomputed in several consumers (directly or because its
-    // consumer is); its producers may be inlined only if they are duplicable too.
+    // consumer is); its producers may be inlined only if they are duplicable too, or recomputable
+    // within the evaluation budget.
     let mut copied = vec![false; f.eqns.len()];
     // `scattered[i]`: an inlined equation whose result is read at data-dependent positions (see
     // [`scatters`]), directly or through inlined consumers.
     let mut scattered = vec![false; f.eqns.len()];
+    // `evals[i]`: evaluations per element of the result over all kernels (see the module doc); 1 for
+    // a kernel root or runtime step, which computes each element once.
+    let mut evals = vec![1u64; f.eqns.len()];
     // Consumers come after producers, so walking backwards decides every consumer first.
     for i in (0..f.eqns.len()).rev() {
         let e = &f.eqns[i];
@@ -276,10 +431,26 @@ pub(crate) fn assign(f: &Function) -> Vec<Role> {
                 let out = e.outputs[0];
                 let users = &consumers[out.index()];
                 let in_kernel = |&u: &usize| roles[u] != Role::Runtime;
+                // Sum over the uses; `users` lists a consumer once per slot, consecutively.
+                let mut count = 0u64;
+                for (j, &u) in users.iter().enumerate() {
+                    if j > 0 && users[j - 1] == u {
+                        continue;
+                    }
+                    let ue = &f.eqns[u];
+                    let base = if roles[u] == Role::Inline { evals[u] } else { 1 };
+                    for (k, _) in ue.inputs.iter().enumerate().filter(|&(_, v)| *v == out) {
+                        count = count.saturating_add(base.saturating_mul(reads(f, ue, k)));
+                    }
+                }
                 let inline = !is_output[out.index()]
                     && !users.is_empty()
                     && users.iter().all(in_kernel)
-                    && ((users.len() == 1 && !copied[users[0]]) || duplicable(f, e));
+                    && ((users.len() == 1 && !copied[users[0]])
+                        || duplicable(f, e)
+                        || (recomputable(e)
+                            && count <= RECOMPUTE_LIMIT
+                            && !forces_root(f, &producer, &uses, &is_output, e, count, FORCED_DEPTH)));
                 // Evaluated more than once per element inside the consumer's kernel?
                 repeated[i] = inline
                     && users.iter().any(|&u| {
@@ -296,6 +467,7 @@ pub(crate) fn assign(f: &Function) -> Vec<Role> {
                     });
                 if inline && !(repeated[i] && costly(&e.prim)) && !(scattered[i] && !scattered_ok(f, e)) {
                     copied[i] = users.len() > 1 || users.iter().any(|&u| copied[u]);
+                    evals[i] = count;
                     Role::Inline
                 } else {
                     // A root: its producers are evaluated once per its element, in order.

@@ -1,5 +1,6 @@
 //! The greedy fusion rule, seen through kernel counts and values: costly producers are not
-//! recomputed per read when their consumer reads an element several times.
+//! recomputed per read when their consumer reads an element several times; cheap elementwise
+//! producers read by several kernels are recomputed in each, within an evaluation budget.
 
 use kiln_backend_cpu::compile;
 use kiln_ir::{Array, eval, parse};
@@ -209,4 +210,99 @@ fn a_reshape_of_a_materialized_value_shares_its_buffer() {
       in (e, n) }";
     let x = Array::from_vec(&[2, 3], vec![0.5f32, -1.0, 0.0, 1.5, 2.0, -0.25]);
     check(src, &[x], 2);
+}
+
+#[test]
+fn a_cheap_product_read_by_two_kernels_is_recomputed_in_each() {
+    // p = a * b feeds two outputs (two kernel roots) and is read twice by one of them: recomputed
+    // in both, no kernel of its own (2 kernels, not 3). Values equal the interpreter's bitwise,
+    // including NaN, ±inf and -0.0 (recomputing the same ops gives the same bits).
+    let src = "{ lambda a:f32[5] b:f32[5] c:f32[5] . let
+        p:f32[5] = mul a b
+        s:f32[5] = add p c
+        q:f32[5] = mul p p
+        t:f32[5] = max q c
+      in (s, t) }";
+    let a = v(&[1.5, -0.0, f32::INFINITY, f32::NAN, 3.0]);
+    let b = v(&[2.0, 4.0, 0.0, 1.0, -0.5]);
+    let c = v(&[0.25, -0.0, 1.0, 2.0, -7.0]);
+    check(src, &[a.clone(), b.clone(), c.clone()], 2);
+    // Hand-computed first elements: p = 3, s = 3.25, t = max(9, 0.25) = 9.
+    let out = compile(&parse(src).unwrap()).unwrap().run(&[a, b, c]).unwrap();
+    assert_eq!(out[0].to_vec::<f32>().unwrap()[0], 3.25);
+    assert_eq!(out[1].to_vec::<f32>().unwrap()[0], 9.0);
+}
+
+#[test]
+fn a_compare_select_and_convert_read_by_two_kernels_are_recomputed() {
+    // d = min(x, y) is evaluated 4 times per element (twice through `add w w`, once in the mask,
+    // once in the select): within the budget, recomputed in both roots with its convert, compare and
+    // select (2 kernels, not 4), bitwise equal to the interpreter.
+    let src = "{ lambda x:f32[4] y:f32[4] . let
+        d:f32[4] = min x y
+        w:f64[4] = convert_element_type[dtype=f64] d
+        m:bool[4] = lt d y
+        s:f32[4] = select m x d
+        o1:f64[4] = add w w
+        o2:f32[4] = neg s
+      in (o1, o2) }";
+    check(src, &[v(&[1.0, f32::NAN, -0.0, 5.0]), v(&[2.0, 0.5, 0.0, f32::NEG_INFINITY])], 2);
+}
+
+#[test]
+fn a_chain_of_twice_read_cheap_values_materializes_every_third() {
+    // x[k] = x[k-1] + x[k-1] * c: each x read by two equations. Recomputing all of them would
+    // evaluate x[0] 2³⁰ times per element; with the budget of 4 evaluations, x[k-1] (2) and
+    // x[k-2] (4) are recomputed below each root and x[k-3] (8) is materialized: roots x30, x27,
+    // ..., x3, x0 — 11 kernels (31 before recomputation), values equal to the interpreter's.
+    let n = 30;
+    let mut src = String::from("{ lambda a:f32[3] c:f32[3] . let\n x0:f32[3] = neg a\n");
+    for k in 1..=n {
+        src += &format!(" y{k}:f32[3] = mul x{p} c\n x{k}:f32[3] = add x{p} y{k}\n", p = k - 1);
+    }
+    src += &format!(" in (x{n},) }}");
+    let c = v(&[0.5, -0.25, 0.125]);
+    check(&src, &[v(&[1.0, -2.0, 3.5]), c], 11);
+}
+
+#[test]
+fn cheap_products_under_a_wide_broadcast_read_twice_are_materialized() {
+    // p = a * b is read by two kernels through [3] → [3,8] broadcasts: 16 evaluations per element,
+    // over the budget, so p is a kernel (3 in all).
+    let src = "{ lambda a:f32[3] b:f32[3] y:f32[3,8] . let
+        p:f32[3] = mul a b
+        q:f32[3,8] = broadcast_in_dim[shape=(3, 8) broadcast_dimensions=(0,)] p
+        s:f32[3,8] = add q y
+        t:f32[3,8] = mul q y
+      in (s, t) }";
+    let y = Array::from_vec(&[3, 8], (0..24).map(|i| i as f32 - 11.5).collect::<Vec<_>>());
+    check(src, &[v(&[1.0, 2.0, 3.0]), v(&[4.0, 5.0, 6.0]), y], 3);
+}
+
+#[test]
+fn costly_producers_read_by_two_kernels_are_still_materialized() {
+    // e = exp(x) and r = x / y are read by two roots each: computed once in their own kernels
+    // (4 in all), not recomputed like cheap ops.
+    let src = "{ lambda x:f32[3] y:f32[3] . let
+        e:f32[3] = exp x
+        r:f32[3] = div x y
+        s:f32[3] = add e r
+        t:f32[3] = sub e r
+      in (s, t) }";
+    check(src, &[v(&[0.5, -1.0, 0.0]), v(&[2.0, 3.0, -0.0])], 4);
+}
+
+#[test]
+fn a_cheap_op_over_costly_single_use_producers_is_not_recomputed() {
+    // u = sqrt(x) + exp(y) is read by two roots. Recomputing u would leave its sqrt and exp (read
+    // only by u, not recomputable) as two kernels of their own: u stays one kernel with both
+    // inlined (3 in all, not 4).
+    let src = "{ lambda x:f32[3] y:f32[3] . let
+        a:f32[3] = sqrt x
+        b:f32[3] = exp y
+        u:f32[3] = add a b
+        s:f32[3] = mul u x
+        t:f32[3] = sub u y
+      in (s, t) }";
+    check(src, &[v(&[4.0, -1.0, 0.0]), v(&[0.5, 3.0, -0.0])], 3);
 }
