@@ -12,9 +12,12 @@
 //! a *partition* of its axes into consecutive groups, derived from its consumer's partition by a
 //! per-primitive rule (exhaustive `match`); a node that cannot follow its consumer's partition makes
 //! the candidate fail. Candidates for the root are tried most-collapsed first. The rewritten tree
-//! computes, at every element, the same primitive on the same operand elements, so results are
-//! bitwise equal; reductions keep every reduced axis on its own (the order of every sum is
-//! unchanged), only kept axes merge. Leaves are the same buffers, read with the collapsed shape
+//! computes, at every element, the same primitive on the same operand elements, so elementwise
+//! results are bitwise equal; reductions keep every reduced axis on its own, only kept axes merge.
+//! One exception to "bitwise equal with collapsing off": a float sum whose operand only becomes
+//! vector-eligible through the rewrite (e.g. `reduce_sum(reshape(x: [2,4,8] -> [2,32]), 1)`, where
+//! the reshape turns into the identity) is summed in the vector path's order instead of the scalar
+//! one — both within the documented float-sum bound (README: float sums are reassociated). Leaves are the same buffers, read with the collapsed shape
 //! (a row-major view). The runtime still splits rows of the original outermost axis over
 //! threads; [`Collapsed::row_scale`] turns them into rows of the collapsed one.
 //!
@@ -52,7 +55,7 @@ pub(super) struct Collapsed {
 }
 
 /// Whether collapsing is on: `KILN_COLLAPSE=0` turns it off (a diagnostic switch for measuring
-/// its effect; results are bitwise equal either way).
+/// its effect; results are bitwise equal either way except float sums, see the module docs).
 fn enabled() -> bool {
     static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *ON.get_or_init(|| std::env::var("KILN_COLLAPSE").map_or(true, |v| v != "0"))
