@@ -131,16 +131,7 @@ fn rereads(f: &Function, e: &kiln_ir::Eqn, slot: usize) -> bool {
         Prim::Pad { .. } => grows,
         Prim::Gather { .. } => slot == 0,
         // Each operand element is read once per free index of the other operand.
-        Prim::DotGeneral { lhs_contracting, rhs_contracting, lhs_batch, rhs_batch, .. } => {
-            let (other, c, b) = if slot == 0 {
-                (e.inputs[1], rhs_contracting, rhs_batch)
-            } else {
-                (e.inputs[0], lhs_contracting, lhs_batch)
-            };
-            let t = f.var_type(other);
-            (0..t.rank()).filter(|d| !c.contains(d) && !b.contains(d)).map(|d| t.shape[d]).product::<usize>()
-                > 1
-        }
+        Prim::DotGeneral { .. } => dot_free_size(f, e, slot) > 1,
         // One read per operand element at most.
         Prim::Iota { .. }
         | Prim::Reshape { .. }
@@ -166,6 +157,21 @@ fn rereads(f: &Function, e: &kiln_ir::Eqn, slot: usize) -> bool {
     }
 }
 
+/// The free size (neither contracting nor batch) of the *other* operand of the `dot_general` `e`:
+/// how many times each element of operand `slot` is read.
+fn dot_free_size(f: &Function, e: &kiln_ir::Eqn, slot: usize) -> usize {
+    let Prim::DotGeneral { lhs_contracting, rhs_contracting, lhs_batch, rhs_batch, .. } = &e.prim else {
+        return 1;
+    };
+    let (other, c, b) = if slot == 0 {
+        (e.inputs[1], rhs_contracting, rhs_batch)
+    } else {
+        (e.inputs[0], lhs_contracting, lhs_batch)
+    };
+    let t = f.var_type(other);
+    (0..t.rank()).filter(|d| !c.contains(d) && !b.contains(d)).map(|d| t.shape[d]).product()
+}
+
 /// How many times `e` evaluates its operand `slot` per element of that operand, rounded up, at
 /// least 1: the multiplier of an inlined producer's evaluation count (see the module doc). Follows
 /// the codegen's index maps like [`rereads`], counting how often instead of whether.
@@ -186,17 +192,7 @@ fn reads(f: &Function, e: &kiln_ir::Eqn, slot: usize) -> u64 {
         | Prim::Concatenate { .. }
         | Prim::Pad { .. }
         | Prim::Gather { .. } => per_output(),
-        Prim::DotGeneral { lhs_contracting, rhs_contracting, lhs_batch, rhs_batch, .. } => {
-            let (other, c, b) = if slot == 0 {
-                (e.inputs[1], rhs_contracting, rhs_batch)
-            } else {
-                (e.inputs[0], lhs_contracting, lhs_batch)
-            };
-            let t = f.var_type(other);
-            let free: usize =
-                (0..t.rank()).filter(|d| !c.contains(d) && !b.contains(d)).map(|d| t.shape[d]).product();
-            free.max(1) as u64
-        }
+        Prim::DotGeneral { .. } => dot_free_size(f, e, slot).max(1) as u64,
         Prim::Iota { .. }
         | Prim::Reshape { .. }
         | Prim::Transpose { .. }
