@@ -84,6 +84,8 @@ fn eval_cost(prim: &Prim) -> EvalCost {
         Prim::Unary(op) => unary_cost(*op),
         Prim::Binary(op) => binary_cost(*op),
         Prim::Compare(_) | Prim::Select | Prim::Clamp | Prim::Reduce { .. } => cost(1, 1),
+        // A segment kernel's add into its segment (a load, an add and a store per data row).
+        Prim::SegmentSum { .. } => cost(2, 1),
         Prim::ArgReduce { .. } => cost(2, 1),
         // A small dot_general kernel (fusion's `SMALL_DOT_CONTRACTION`): one multiply-add per step.
         Prim::DotGeneral { .. } => cost(2, 2),
@@ -106,7 +108,6 @@ fn eval_cost(prim: &Prim) -> EvalCost {
         Prim::Cumulative { .. }
         | Prim::Sort { .. }
         | Prim::Scatter { .. }
-        | Prim::SegmentSum { .. }
         | Prim::Threefry2x32
         | Prim::CustomJvpCall { .. }
         | Prim::CustomVjpCall { .. }
@@ -132,7 +133,12 @@ pub(crate) struct KernelWork {
 /// leaves are `leaves` in number.
 pub(crate) fn kernel_work(f: &Function, root: usize, inlined: &[usize], leaves: usize) -> KernelWork {
     let e = &f.eqns[root];
-    let out = f.var_type(e.outputs[0]).shape.size() as u64;
+    // A segment kernel loops over its data rows, not its output.
+    let looped = match e.prim {
+        Prim::SegmentSum { .. } => e.inputs[0],
+        _ => e.outputs[0],
+    };
+    let out = f.var_type(looped).shape.size() as u64;
     let in_dims = |k: usize| f.var_type(e.inputs[k]).shape.dims().to_vec();
     let loop_len: u64 = match &e.prim {
         Prim::Reduce { axes, .. } => axes.iter().map(|&a| in_dims(0)[a] as u64).product(),

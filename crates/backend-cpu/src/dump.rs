@@ -155,7 +155,13 @@ impl PlanText {
         let _ = writeln!(self.out, "\noutputs [{list}]\narena {} bytes", exe.arena_bytes);
         let threads = exe.threads.count();
         let _ = writeln!(self.out, "threads {threads}");
-        let parallel = exe.steps.iter().filter(|s| matches!(s.op, Op::Kernel { chunks: 2.., .. })).count();
+        let parallel = exe
+            .steps
+            .iter()
+            .filter(|s| {
+                matches!(s.op, Op::Kernel { chunks: 2.., .. } | Op::SegmentKernel { chunks: 2.., .. })
+            })
+            .count();
         let _ = writeln!(self.out, "{parallel} parallel kernel steps\n{}", exe.cost_report());
         self.out
     }

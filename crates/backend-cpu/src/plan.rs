@@ -230,10 +230,11 @@ fn inlined_eqns(f: &Function, root: usize, inline: &[Option<usize>]) -> Vec<usiz
     found
 }
 
-/// For each variable computed by a kernel that is only a reshape of a materialized value (no
-/// producer inlined, not a function output), the materialized variable it reshapes (through chains
-/// of such reshapes); `None` for every other variable.
-fn reshape_aliases(f: &Function, roles: &[Role], inline: &[Option<usize>]) -> Vec<Option<Var>> {
+/// For each variable computed by a kernel that is only a reshape or a `stop_gradient` (the
+/// identity once differentiation is done) of a materialized value (no producer inlined, not a
+/// function output), the materialized variable it reads (through chains of such ops); `None` for
+/// every other variable.
+fn buffer_aliases(f: &Function, roles: &[Role], inline: &[Option<usize>]) -> Vec<Option<Var>> {
     let mut is_output = vec![false; f.vars.len()];
     for v in &f.outputs {
         is_output[v.index()] = true;
@@ -241,7 +242,7 @@ fn reshape_aliases(f: &Function, roles: &[Role], inline: &[Option<usize>]) -> Ve
     let mut alias: Vec<Option<Var>> = vec![None; f.vars.len()];
     for (i, e) in f.eqns.iter().enumerate() {
         let (src, out) = match (&e.prim, e.inputs.first(), e.outputs.first()) {
-            (Prim::Reshape { .. }, Some(&src), Some(&out)) => (src, out),
+            (Prim::Reshape { .. } | Prim::StopGradient, Some(&src), Some(&out)) => (src, out),
             _ => continue,
         };
         if roles[i] == Role::Kernel && inline[src.index()].is_none() && !is_output[out.index()] {
@@ -274,8 +275,10 @@ fn compile_at(
     // A reshape of a materialized value needs no step: row-major data already has the new shape,
     // so its result shares its operand's buffer. `alias[v]`: the variable whose buffer `v` reads.
     // (On the ant's physics step, one `[128,9,3,3] → [128,81]` copy kernel was 2 % of the time:
-    // its index math divides per element.) A function output keeps its copy into the caller's buffer.
-    let aliases = reshape_aliases(f, &roles, &inline);
+    // its index math divides per element.) Likewise a `stop_gradient` read by several kernels (the
+    // epidemic day's detached stage was a 400 KB copy per day). A function output keeps its copy
+    // into the caller's buffer.
+    let aliases = buffer_aliases(f, &roles, &inline);
     let resolve = |v: &Var| aliases[v.index()].unwrap_or(*v);
     // 1. Steps, by variable.
     let mut jit = Jit::new_with_dump(folder.is_some())?;
@@ -288,9 +291,10 @@ fn compile_at(
                 if let Some(t) = &mut text {
                     let (o, src) = (e.outputs[0], resolve(&e.outputs[0]));
                     t.section(&format!(
-                        "(no step) v{}:{} = reshape of v{}: shares its buffer",
+                        "(no step) v{}:{} = {} of v{}: shares its buffer",
                         o.index(),
                         f.var_type(o),
+                        e.prim.name(),
                         src.index()
                     ));
                 }
@@ -299,7 +303,12 @@ fn compile_at(
                 let (handle, leaves) = jit.kernel(f, i, &inline)?;
                 let leaves: Vec<Var> = leaves.iter().map(resolve).collect();
                 let out = f.var_type(e.outputs[0]);
-                let rows = out.shape.dims().first().map_or(1, |&n| n as i64);
+                // Rows split over threads: the output's outer axis; a segment kernel's data rows.
+                let rows_of = |t: &TensorType| t.shape.dims().first().map_or(1, |&n| n as i64);
+                let rows = match e.prim {
+                    Prim::SegmentSum { .. } => rows_of(f.var_type(e.inputs[0])),
+                    _ => rows_of(out),
+                };
                 let inlined = inlined_eqns(f, i, &inline);
                 let work = cost::kernel_work(f, i, &inlined, leaves.len());
                 let chunks = cost::kernel_chunks(work.units, rows, thread_count, min_task);
@@ -307,9 +316,21 @@ fn compile_at(
                     t.kernel(f, step, handle, i, &inlined, &leaves, rows, work.units, chunks);
                 }
                 let read: usize = leaves.iter().map(|v| bytes(f.var_type(*v))).sum();
-                let traffic = Traffic { bytes: (read + bytes(out)) as u64, flops: work.flops };
+                let mut traffic = Traffic { bytes: (read + bytes(out)) as u64, flops: work.flops };
+                let op = match &e.prim {
+                    // Zeroed, then every row's segment read and written (`Op::SegmentKernel`).
+                    Prim::SegmentSum { .. } => {
+                        let ids = resolve(&e.inputs[1]);
+                        let ids = leaves.iter().position(|v| *v == ids).ok_or_else(|| {
+                            CompileError::Codegen("segment kernel without its ids leaf (fusion bug)".into())
+                        })?;
+                        traffic.bytes += (bytes(out) + 2 * rows as usize * out.dtype.size_bytes()) as u64;
+                        Op::SegmentKernel { kernel: handle, rows, chunks, ids, out_bytes: bytes(out) }
+                    }
+                    _ => Op::Kernel { kernel: handle, rows, chunks },
+                };
                 drafts.push(Draft {
-                    op: Op::Kernel { kernel: handle, rows, chunks },
+                    op,
                     inputs: leaves,
                     outputs: e.outputs.to_vec(),
                     scratch_bytes: 0,
@@ -335,6 +356,7 @@ fn compile_at(
                     // Not split here (gemm follows matrixmultiply's own setting; sort, scatter and cumulative scans are
                     // sequential by their semantics here); control steps split inside their bodies.
                     Op::Kernel { .. }
+                    | Op::SegmentKernel { .. }
                     | Op::Cumulative(_)
                     | Op::Dot(_)
                     | Op::Control(_)
@@ -474,9 +496,11 @@ fn compile_at(
         kernels,
         pool: Mutex::new(Vec::new()),
         threads: threads.clone(),
+        parallel: false,
         compile_time: Default::default(),
         _code: code,
     };
+    exe.parallel = exe.steps.iter().any(|s| s.op.parallel());
     exe.compile_time = start.elapsed();
     if let (Some(folder), Some(t)) = (folder, text) {
         let plan = t.finish(&exe, &exe.outputs);

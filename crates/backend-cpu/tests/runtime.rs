@@ -441,6 +441,137 @@ fn segment_sums_by_hand_with_forced_splits() {
     }
 }
 
+/// Message passing `segment_sum(table[wrap(src)] * w[e] * -1.5, dst)`: `table: [nodes]` of `dt`,
+/// `src`, `dst`: i32 `[edges]`, with jnp's negative-index wrap `select(src < 0, src + nodes, src)`.
+fn message_pass_fn(dt: DType, nodes: usize, edges: usize, segments: usize) -> Function {
+    let mut f = Function::new();
+    let table = f.add_param(TensorType::new(dt, Shape::new(&[nodes])));
+    let src = f.add_param(TensorType::new(DType::I32, Shape::new(&[edges])));
+    let dst = f.add_param(TensorType::new(DType::I32, Shape::new(&[edges])));
+    let w = f.add_param(TensorType::new(dt, Shape::new(&[edges])));
+    let push = |f: &mut Function, p: Prim, ins: &[Var]| f.push(p, ins, None).unwrap()[0];
+    let zero = f.add_const(Array::from_vec(&[], vec![0i32]));
+    let n = f.add_const(Array::from_vec(&[], vec![nodes as i32]));
+    let bc = || Prim::BroadcastInDim { shape: Shape::new(&[edges]), broadcast_dimensions: vec![] };
+    let z = push(&mut f, bc(), &[zero]);
+    let nb = push(&mut f, bc(), &[n]);
+    let neg = push(&mut f, Prim::Compare(CompareOp::Lt), &[src, z]);
+    let up = push(&mut f, Prim::Binary(BinaryOp::Add), &[src, nb]);
+    let idx = push(&mut f, Prim::Select, &[neg, up, src]);
+    let g = push(&mut f, Prim::Gather { axis: 0, batch_dims: 0, mode: IndexMode::Clip }, &[table, idx]);
+    let gw = push(&mut f, Prim::Binary(BinaryOp::Mul), &[g, w]);
+    let k = f.add_const(match dt {
+        DType::F32 => Array::scalar(-1.5f32),
+        _ => Array::scalar(-1.5f64),
+    });
+    let kb = push(&mut f, bc(), &[k]);
+    let m = push(&mut f, Prim::Binary(BinaryOp::Mul), &[gw, kb]);
+    let out = push(&mut f, Prim::SegmentSum { num_segments: segments }, &[m, dst]);
+    f.outputs.push(out);
+    f
+}
+
+#[test]
+fn message_passing_is_one_kernel_bitwise_equal_to_the_interpreter_for_any_ids_and_threads() {
+    // 3 000 edges into 500 segments: destination-sorted (a CSR graph, with dropped ids -2 and 500
+    // at the ends), the same ids unsorted (every parallel range meets another's segment: the
+    // kernel falls back to one thread), and sources that are negative (wrapped) or past the end
+    // (clipped). Messages include NaN, inf (also inf·0 = NaN) and -0.0 (0 times -1).
+    let (nodes, edges, segments) = (400usize, 3_000usize, 500usize);
+    let mut sorted: Vec<i32> = (0..edges as i32).map(|k| (k * 499 / edges as i32).min(499)).collect();
+    sorted[..3].iter_mut().for_each(|i| *i = -2);
+    sorted[edges - 4..].iter_mut().for_each(|i| *i = 500);
+    let mut unsorted = sorted.clone();
+    unsorted.reverse();
+    let src: Vec<i32> = (0..edges as i32).map(|k| (k * 7919) % 450 - 30).collect();
+    for dt in [DType::F32, DType::F64] {
+        let mut table: Vec<f64> = (0..nodes).map(|i| ((i * 37) % 100) as f64 / 25.0 - 2.0).collect();
+        table[3] = f64::NAN;
+        table[4] = f64::INFINITY;
+        table[5] = 0.0;
+        let w: Vec<f64> = (0..edges).map(|k| if k % 11 == 0 { -1.0 } else { (k % 5) as f64 * 0.5 }).collect();
+        let arr = |v: &[f64]| -> Array {
+            match dt {
+                DType::F32 => Array::from_vec(&[v.len()], v.iter().map(|&x| x as f32).collect::<Vec<_>>()),
+                _ => Array::from_vec(&[v.len()], v.to_vec()),
+            }
+        };
+        let f = message_pass_fn(dt, nodes, edges, segments);
+        for dst in [&sorted, &unsorted] {
+            let args = [
+                arr(&table),
+                Array::from_vec(&[edges], src.clone()),
+                Array::from_vec(&[edges], dst.clone()),
+                arr(&w),
+            ];
+            let want = eval(&f, &args).unwrap();
+            for (threads, min) in [(1, None), (2, Some(0)), (3, Some(0)), (4, Some(0))] {
+                let exe = compile_with(&f, &opts(threads, min)).unwrap();
+                let r = exe.cost_report();
+                assert_eq!(
+                    (r.kernels, r.runtime_steps),
+                    (1, 0),
+                    "{dt:?}: gather, muls and segment_sum in one kernel"
+                );
+                let got = exe.run(&args).unwrap();
+                assert!(
+                    got[0].bitwise_eq(&want[0]),
+                    "{dt:?}, {threads} threads: {:?} vs {:?}",
+                    got[0],
+                    want[0]
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn segment_kernels_by_hand() {
+    // A fused `x + 0` over [1..8]: ids [0,0,1,1,1,3,3,5 (dropped)] into 4 segments give
+    // [1+2, 3+4+5, 0, 6+7] = [3, 12, 0, 13]; a negative id is dropped too; unsorted ids (every
+    // parallel range meets another's segment) give the sequential sums.
+    let mut f = Function::new();
+    let x = f.add_param(TensorType::new(DType::F32, Shape::new(&[8])));
+    let ids = f.add_param(TensorType::new(DType::I32, Shape::new(&[8])));
+    let z = scalar_const(&mut f, 0.0, &[8]);
+    let m = binary(&mut f, BinaryOp::Add, x, z);
+    f.outputs = f.push(Prim::SegmentSum { num_segments: 4 }, &[m, ids], None).unwrap().to_vec();
+    let data = Array::from_vec(&[8], vec![1.0f32, 2., 3., 4., 5., 6., 7., 8.]);
+    for (ids, want) in [
+        (vec![0i32, 0, 1, 1, 1, 3, 3, 5], vec![3.0f32, 12., 0., 13.]),
+        (vec![-1i32, 0, 1, 1, 1, 3, 3, 3], vec![2.0f32, 12., 0., 21.]),
+        (vec![3i32, 3, 1, 0, 1, 1, 0, 9], vec![11.0f32, 14., 0., 3.]),
+    ] {
+        for threads in [1, 2, 3, 4] {
+            let exe = compile_with(&f, &opts(threads, Some(0))).unwrap();
+            assert_eq!(exe.cost_report().kernels, 1);
+            let got = exe.run(&[data.clone(), Array::from_vec(&[8], ids.clone())]).unwrap();
+            assert_eq!(got[0], Array::from_vec(&[4], want.clone()), "ids {ids:?}, {threads} threads");
+        }
+    }
+}
+
+#[test]
+fn a_stop_gradient_read_by_several_kernels_shares_its_operands_buffer() {
+    // sg(x) * 2 and sg(x) + 1 as outputs: two kernels, no third one copying x for the
+    // stop_gradient (which is not cheap elementwise work to recompute, so it is materialized).
+    let mut f = Function::new();
+    let x = f.add_param(TensorType::new(DType::F32, Shape::new(&[1000])));
+    let s = f.push(Prim::StopGradient, &[x], None).unwrap()[0];
+    let two = scalar_const(&mut f, 2.0, &[1000]);
+    let one = scalar_const(&mut f, 1.0, &[1000]);
+    let a = binary(&mut f, BinaryOp::Mul, s, two);
+    let b = binary(&mut f, BinaryOp::Add, s, one);
+    f.outputs = vec![a, b];
+    let args = [f32s(&[1000], 9)];
+    let exe = compile_with(&f, &opts(1, None)).unwrap();
+    assert_eq!(exe.cost_report().kernels, 2);
+    let got = exe.run(&args).unwrap();
+    let xs = args[0].to_vec::<f32>().unwrap();
+    assert_eq!(got[0], Array::from_vec(&[1000], xs.iter().map(|v| v * 2.0).collect::<Vec<_>>()));
+    assert_eq!(got[1], Array::from_vec(&[1000], xs.iter().map(|v| v + 1.0).collect::<Vec<_>>()));
+}
+
 #[test]
 fn threefry_over_many_elements_gives_the_same_bits_for_any_thread_count() {
     // 20 000 counters under two keys: split over threads, every element equals the interpreter's.

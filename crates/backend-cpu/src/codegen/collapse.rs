@@ -69,7 +69,8 @@ pub(super) fn plan(f: &Function, root: usize, inline: &[Option<usize>]) -> Optio
     }
     let out = f.var_type(f.eqns[root].outputs[0]);
     let dims = out.shape.dims();
-    if dims.is_empty() || out.shape.size() == 0 {
+    // A segment kernel loops over its data rows, not its output's axes.
+    if dims.is_empty() || out.shape.size() == 0 || matches!(f.eqns[root].prim, Prim::SegmentSum { .. }) {
         return None;
     }
     candidates(dims)

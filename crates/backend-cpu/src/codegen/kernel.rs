@@ -4,8 +4,8 @@
 use super::{pairwise, scalar};
 use crate::CompileError;
 use cranelift_codegen::ir::{
-    AbiParam, FuncRef, Function as ClifFunction, InstBuilder, MemFlagsData, Type, Value, condcodes::IntCC,
-    types,
+    AbiParam, FuncRef, Function as ClifFunction, InstBuilder, MemFlagsData, StackSlotData, StackSlotKind,
+    Type, Value, condcodes::IntCC, types,
 };
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
 use cranelift_jit::JITModule;
@@ -85,9 +85,13 @@ pub(super) fn build(
     let e = &f.eqns[root];
     let out_ty = f.var_type(e.outputs[0]).clone();
     let dims = out_ty.shape.dims().to_vec();
-    // The vector path when the static check allows it (see `vector`), else the scalar loop nest
-    // (unrolled for a rank-1 gather, see `gather_rows`).
-    if out_ty.shape.size() > 0
+    // A segment kernel's own loop (see `segment_rows`); else the vector path when the static check
+    // allows it (see `vector`), else the scalar loop nest (unrolled for a rank-1 gather, see
+    // `gather_rows`).
+    if let Prim::SegmentSum { .. } = e.prim {
+        let flag = em.b.ins().load(types::I64, mem(), table, ((leaves.len() + 1) * 8) as i32);
+        em.segment_rows(e, out_base, flag, lo, hi)?;
+    } else if out_ty.shape.size() > 0
         && !super::vector::emit(&mut em, e, out_base, lo, hi)?
         && !em.gather_rows(e, out_base, lo, hi)?
     {
@@ -286,6 +290,79 @@ impl<'a, 'b> Emitter<'a, 'b> {
         let rest = self.b.use_var(var);
         self.for_range_from(rest, hi, &mut |s, i| store_group(s, i, 1))?;
         Ok(true)
+    }
+
+    /// The loop of a kernel rooted at a `segment_sum` (see `fusion::segment_kernel`): for data rows
+    /// `r` in `[lo, hi)`, in order, the row's value (its producers fused in) is added to
+    /// `out[ids[r]]` as `out + value` — the runtime routine's sequential sum, so bitwise the same;
+    /// ids outside `0..num_segments` are dropped. The caller zeroes `out` first.
+    ///
+    /// Parallel ranges (`runtime::Op::SegmentKernel`) start where the id changes; the range
+    /// `[lo, hi)` owns the segments from `ids[lo]` up to `ids[hi]` (unbounded below when `lo == 0`
+    /// and above when `hi == n`), so a range over all rows owns every segment. A row whose segment
+    /// another range owns (ids not sorted) stores 1 to the byte at `flag` and returns at once: the
+    /// runtime then clears `out` and runs the whole range on one thread.
+    fn segment_rows(&mut self, e: &'a Eqn, out_base: Value, flag: Value, lo: Value, hi: Value) -> R<()> {
+        let f = self.f;
+        let Prim::SegmentSum { num_segments } = e.prim else {
+            return Err(CompileError::Codegen(format!("{} is not a segment_sum", e.prim.name())));
+        };
+        let (data, ids) = (e.inputs[0], e.inputs[1]);
+        let n = f.var_type(data).shape.size() as i64;
+        let dt = f.dtype(data);
+        // The owned segments `[owned_lo, owned_lo + width)`, within `0..num_segments`; the bounds
+        // are read at in-bounds rows only (`lo`, `hi` may equal `n`).
+        let last = self.iconst(n - 1);
+        let bound = |s: &mut Self, row: Value, open: i64, open_at: IntCC, at: i64| -> R<Value> {
+            let clamped = s.b.ins().smin(row, last);
+            let id = s.index_at(ids, &[clamped])?;
+            let open_here = s.b.ins().icmp_imm_s(open_at, row, at);
+            let unbounded = s.iconst(open);
+            let b = s.b.ins().select(open_here, unbounded, id);
+            Ok(s.clamp(b, 0, num_segments as i64))
+        };
+        let owned_lo = bound(self, lo, 0, IntCC::Equal, 0)?;
+        let owned_hi = bound(self, hi, num_segments as i64, IntCC::SignedGreaterThanOrEqual, n)?;
+        let width = self.b.ins().isub(owned_hi, owned_lo);
+        let zero = self.iconst(0);
+        let width = self.b.ins().smax(width, zero);
+        // Kept in a stack slot and loaded per row: Cranelift places pure values at their uses, and
+        // it sank this whole computation (and spills) into the loop body.
+        let slot = self.b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 16, 3));
+        self.b.ins().stack_store(types::I64, owned_lo, slot, 0);
+        self.b.ins().stack_store(types::I64, width, slot, 8);
+        let stray = self.b.create_block();
+        self.for_range_from(lo, hi, &mut |s, r| {
+            let id = s.index_at(ids, &[r])?;
+            let v = s.value(data, &[r])?;
+            let owned_lo = s.b.ins().stack_load(types::I64, types::I64, slot, 0);
+            let width = s.b.ins().stack_load(types::I64, types::I64, slot, 8);
+            let (add, other, next) = (s.b.create_block(), s.b.create_block(), s.b.create_block());
+            // One unsigned compare for `owned_lo <= id < owned_lo + width` (the common case).
+            let rel = s.b.ins().isub(id, owned_lo);
+            let owned = s.b.ins().icmp(IntCC::UnsignedLessThan, rel, width);
+            s.b.ins().brif(owned, add, &[], other, &[]);
+            s.b.switch_to_block(add);
+            let old = s.load(dt, out_base, id);
+            let sum = scalar::binary(s, kiln_ir::BinaryOp::Add, dt, old, v)?;
+            s.store(dt, out_base, id, sum);
+            s.b.ins().jump(next, &[]);
+            // Not owned: another range's segment, or an id outside `0..num_segments` (negative
+            // ids wrap to large unsigned ones), which is dropped.
+            s.b.switch_to_block(other);
+            let in_range = s.b.ins().icmp_imm_u(IntCC::UnsignedLessThan, id, num_segments as i64);
+            s.b.ins().brif(in_range, stray, &[], next, &[]);
+            s.b.switch_to_block(next);
+            Ok(())
+        })?;
+        let done = self.b.create_block();
+        self.b.ins().jump(done, &[]);
+        self.b.switch_to_block(stray);
+        let one = self.b.ins().iconst(types::I8, 1);
+        self.b.ins().store(mem(), one, flag, 0);
+        self.b.ins().return_(&[]);
+        self.b.switch_to_block(done);
+        Ok(())
     }
 
     /// `x` clamped into `[lo, hi]` (i64).

@@ -131,7 +131,9 @@ impl Jit {
             }
             None => kernel::build(&mut self.module, &mut self.ctx.func, &mut self.fctx, f, root, inline, 1)?,
         };
-        if leaves.len() + 1 > MAX_KERNEL_OPERANDS {
+        // The output's slot, and a segment kernel's flag (see `runtime::Op::SegmentKernel`).
+        let extra = if matches!(f.eqns[root].prim, kiln_ir::Prim::SegmentSum { .. }) { 2 } else { 1 };
+        if leaves.len() + extra > MAX_KERNEL_OPERANDS {
             return Err(CompileError::unsupported(f.eqns[root].prim.name(), "kernel with over 255 operands"));
         }
         let name = format!("kernel{}", self.count);

@@ -140,7 +140,13 @@ impl Executable {
         // row-major buffers of the output types: fresh arrays, spill slots, or donated buffers that no
         // step or output copy reads after `run_raw` writes them (module docs). The arena has
         // `arena_bytes` bytes and is used by this call only.
-        unsafe { self.run_raw(&ins, &out_ptrs, arena.ptr()) };
+        let call = RawCall { ins: &ins, outs: &out_ptrs, arena: arena.ptr() };
+        if self.parallel {
+            // The whole call on a pool thread (see `Threads::run_in_pool`), the caller waiting.
+            self.threads.run_in_pool(|| unsafe { call.run(self) });
+        } else {
+            unsafe { call.run(self) };
+        }
         for (k, out) in outs.iter_mut().enumerate() {
             if let (true, Ok(out)) = (spilled(k), out) {
                 let bytes = self.output_types[k].shape.size() * self.output_types[k].dtype.size_bytes();
@@ -200,5 +206,24 @@ impl Executable {
             Some(w) => self.steps[w..].iter().any(reads),
             None => false,
         }
+    }
+}
+
+/// A call's buffer addresses, sent to the pool thread that runs it ([`Executable::run_args`]).
+struct RawCall<'a> {
+    ins: &'a [*const u8],
+    outs: &'a [*mut u8],
+    arena: *mut u8,
+}
+
+// SAFETY: the addresses are of buffers owned by the calling thread, which blocks until the pool
+// thread running the call is done with them.
+unsafe impl Sync for RawCall<'_> {}
+
+impl RawCall<'_> {
+    /// # Safety
+    /// As [`Executable::run_raw`].
+    unsafe fn run(&self, exe: &Executable) {
+        unsafe { exe.run_raw(self.ins, self.outs, self.arena) }
     }
 }

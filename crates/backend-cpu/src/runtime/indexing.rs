@@ -151,6 +151,22 @@ impl ScatterPlan {
     }
 }
 
+/// Where `n` segment rows split into `chunks` ranges (`chunks + 1` cut points from 0 to `n`): the
+/// nominal cuts `n·c/chunks` moved forward to the next change of id, so that with sorted ids each
+/// segment lies in one range. `id(k)` is row `k`'s id, called for `k < n` only. Inline for up to 32
+/// threads: a call allocates nothing.
+pub(crate) fn segment_cuts(n: usize, chunks: usize, id: impl Fn(usize) -> i64) -> SmallVec<[usize; 33]> {
+    (0..=chunks)
+        .map(|c| {
+            let mut k = n * c / chunks;
+            while k > 0 && k < n && id(k) == id(k - 1) {
+                k += 1;
+            }
+            k
+        })
+        .collect()
+}
+
 /// The static plan of one `segment_sum`.
 ///
 /// Sequential semantics (the interpreter's): every data row is added to its segment's row in order.
@@ -207,6 +223,11 @@ impl SegmentSumPlan {
         ((self.n * (2 + 2 * self.row)) as u64, self.n as i64)
     }
 
+    /// How many ranges the rows are split into.
+    pub(crate) fn chunks(&self) -> usize {
+        self.chunks
+    }
+
     /// Sets how many ranges the rows are split into.
     pub(crate) fn set_chunks(&mut self, chunks: usize) {
         self.chunks = chunks.max(1);
@@ -226,17 +247,7 @@ impl SegmentSumPlan {
         }
         // SAFETY: `k < n`, the ids' length.
         let id = |k: usize| unsafe { index(self.index_dtype, ids, k) };
-        // Nominal cuts moved forward to the next change of id.
-        // Inline for up to 32 threads: a call allocates nothing.
-        let cuts: SmallVec<[usize; 33]> = (0..=self.chunks)
-            .map(|c| {
-                let mut k = self.n * c / self.chunks;
-                while k > 0 && k < self.n && id(k) == id(k - 1) {
-                    k += 1;
-                }
-                k
-            })
-            .collect();
+        let cuts = segment_cuts(self.n, self.chunks, id);
         // Range c owns ids [first id of range c, first id of range c + 1); the ends are open.
         let bound = |c: usize| match c {
             0 => i64::MIN,

@@ -19,6 +19,7 @@ use crate::cost::{CostReport, Traffic};
 use kiln_ir::{Array, TensorType};
 use std::mem::MaybeUninit;
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::Duration;
 
 /// Where a value lives during a call.
@@ -47,6 +48,22 @@ pub(crate) enum Op {
         /// Row ranges the rows are split into, over threads (1: runs on the calling thread).
         chunks: usize,
     },
+    /// A JIT kernel rooted at a `segment_sum` (`fusion::segment_kernel`): table = inputs, then the
+    /// output, then a flag byte. The output is zeroed, then data rows `0..rows` run in `chunks`
+    /// ranges cut where the id changes (each owning its segments); if a range met a row of another
+    /// range's segment (unsorted ids), the output is zeroed again and all rows run on one thread.
+    SegmentKernel {
+        /// Index into `Executable::kernels`.
+        kernel: usize,
+        /// Data rows (the ids' length).
+        rows: i64,
+        /// Row ranges over threads (1: runs on the calling thread).
+        chunks: usize,
+        /// Position of the (i32) ids among the step's inputs.
+        ids: usize,
+        /// Bytes of the output.
+        out_bytes: usize,
+    },
     /// `cumsum`/`cumprod`/`cummax`/`cummin`: operand, output.
     Cumulative(cumulative::CumulativePlan),
     /// `dot_general` through matrixmultiply (f32/f64) or a loop.
@@ -61,6 +78,20 @@ pub(crate) enum Op {
     Scatter(indexing::ScatterPlan),
     /// `segment_sum`: data, ids.
     SegmentSum(indexing::SegmentSumPlan),
+}
+
+impl Op {
+    /// Whether this step splits over threads (a control step: whether one of its bodies does).
+    pub(crate) fn parallel(&self) -> bool {
+        match self {
+            Op::Kernel { chunks, .. } | Op::SegmentKernel { chunks, .. } | Op::Threefry { chunks, .. } => {
+                *chunks > 1
+            }
+            Op::SegmentSum(p) => p.chunks() > 1,
+            Op::Control(c) => c.subs().iter().any(|(_, x)| x.parallel),
+            Op::Cumulative(_) | Op::Dot(_) | Op::Sort(_) | Op::Scatter(_) => false,
+        }
+    }
 }
 
 /// One step of the plan, in execution order.
@@ -112,6 +143,9 @@ pub struct Executable {
     pub(crate) pool: Mutex<Vec<Aligned>>,
     /// Where parallel kernel steps run.
     pub(crate) threads: parallel::Threads,
+    /// Whether some step (or a step of a control-flow body) splits over threads: calls then run
+    /// on a pool thread ([`parallel::Threads::run_in_pool`]).
+    pub(crate) parallel: bool,
     /// Wall time of compilation, sub-functions included.
     pub(crate) compile_time: Duration,
     pub(crate) _code: Code,
@@ -185,7 +219,7 @@ impl Executable {
         let mut t = Traffic::default();
         for step in &self.steps {
             match &step.op {
-                Op::Kernel { .. } => r.kernels += 1,
+                Op::Kernel { .. } | Op::SegmentKernel { .. } => r.kernels += 1,
                 Op::Control(c) => {
                     r.runtime_steps += 1;
                     t = t.add(c.tally(r));
@@ -254,6 +288,40 @@ impl Executable {
                     // ranges are disjoint, so parallel calls write disjoint memory.
                     let rows_of = |lo: i64, hi: i64| unsafe { kernel(table.as_ptr(), lo, hi) };
                     self.threads.for_rows(*rows, *chunks, &rows_of);
+                }
+                Op::SegmentKernel { kernel, rows, chunks, ids, out_bytes } => {
+                    let flag = AtomicU8::new(0);
+                    let mut table = Table([MaybeUninit::uninit(); MAX_KERNEL_OPERANDS]);
+                    let slots = step.inputs.iter().chain(&step.outputs).map(ptr).chain([flag.as_ptr()]);
+                    for (slot, p) in table.0.iter_mut().zip(slots) {
+                        slot.write(p);
+                    }
+                    let (kernel, table, out) = (self.kernels[*kernel], &table, ptr(&step.outputs[0]));
+                    // SAFETY: as `Op::Kernel`; the output is this step's own buffer of `out_bytes`,
+                    // and ranges own disjoint segments, so parallel calls write disjoint memory
+                    // (a call that meets another range's segment writes the flag and returns).
+                    let run = |lo: i64, hi: i64| unsafe { kernel(table.as_ptr(), lo, hi) };
+                    // SAFETY: all-zero bytes are 0.0 in f32 and f64.
+                    let zero = || unsafe { std::ptr::write_bytes(out, 0, *out_bytes) };
+                    zero();
+                    let n = *rows as usize;
+                    if *chunks < 2 || n < 2 * *chunks {
+                        run(0, *rows);
+                    } else {
+                        let ids = ptr(&step.inputs[*ids]).cast_const().cast::<i32>();
+                        // SAFETY: the ids are `rows` i32s (the plan's types).
+                        let cuts = indexing::segment_cuts(n, *chunks, |k| i64::from(unsafe { *ids.add(k) }));
+                        let ranges = |lo: i64, hi: i64| {
+                            for c in lo as usize..hi as usize {
+                                run(cuts[c] as i64, cuts[c + 1] as i64);
+                            }
+                        };
+                        self.threads.for_rows(*chunks as i64, *chunks, &ranges);
+                        if flag.load(Ordering::Relaxed) != 0 {
+                            zero();
+                            run(0, *rows);
+                        }
+                    }
                 }
                 // SAFETY: operand and output have the planned type and do not overlap.
                 Op::Cumulative(c) => unsafe { c.run(ptr(&step.inputs[0]), ptr(&step.outputs[0])) },

@@ -59,6 +59,21 @@ impl Threads {
         }
     }
 
+    /// Runs `f` on a thread of the pool, the caller waiting (on the calling thread when serial, or
+    /// when it is a pool thread already). An executable with parallel steps runs whole calls this
+    /// way: each step's ranges are then split by a pool thread, which runs one range itself and
+    /// takes back any range no other thread has started, instead of the caller handing every range
+    /// to the pool and sleeping until the last one ends. On the 100 k-agent epidemic day (about ten
+    /// parallel steps of 0.1–0.5 ms) the two thread switches per step were ~10 % of the time.
+    pub(crate) fn run_in_pool<R: Send>(&self, f: impl FnOnce() -> R + Send) -> R {
+        match self {
+            Threads::Serial => f(),
+            _ if rayon::current_thread_index().is_some() => f(),
+            Threads::Global => rayon::scope(|_| f()),
+            Threads::Pool(p) => p.install(f),
+        }
+    }
+
     /// Calls `f(lo, hi)` on `chunks` contiguous, disjoint row ranges covering `0..rows`, in parallel
     /// where `chunks > 1`. Which thread runs which range never changes what a range computes.
     pub(crate) fn for_rows(&self, rows: i64, chunks: usize, f: &(dyn Fn(i64, i64) + Sync)) {
