@@ -109,6 +109,13 @@ pub(super) fn build(
     Ok(leaves)
 }
 
+/// The leaves of the kernel rooted at `f.eqns[root]`, in table order (as [`build`] returns them).
+pub(super) fn leaves(f: &Function, root: usize, inline: &[Option<usize>]) -> Vec<Var> {
+    let mut out = Vec::new();
+    collect_leaves(f, &f.eqns[root], inline, &mut out);
+    out
+}
+
 /// The materialized variables the kernel reads, in first-use order.
 fn collect_leaves(f: &Function, e: &Eqn, inline: &[Option<usize>], out: &mut Vec<Var>) {
     for v in &e.inputs {
@@ -271,25 +278,36 @@ impl<'a, 'b> Emitter<'a, 'b> {
             }
             Ok(())
         };
-        // Whole groups while `i + GATHER_UNROLL <= hi`, then the rest one at a time.
+        self.for_groups(lo, hi, GATHER_UNROLL, &mut |s, i, n| store_group(s, i, n))?;
+        Ok(true)
+    }
+
+    /// `body(i, n)` over `[lo, hi)` in groups: `n = unroll` elements from `i` while a whole group
+    /// fits, then `n = 1` for each remaining element.
+    fn for_groups(
+        &mut self,
+        lo: Value,
+        hi: Value,
+        unroll: i64,
+        body: &mut dyn FnMut(&mut Self, Value, i64) -> R<()>,
+    ) -> R<()> {
         let var = self.b.declare_var(types::I64);
         self.b.def_var(var, lo);
-        let last = self.b.ins().iadd_imm_s(hi, -(GATHER_UNROLL - 1));
-        let (header, body, tail) = (self.b.create_block(), self.b.create_block(), self.b.create_block());
+        let last = self.b.ins().iadd_imm_s(hi, -(unroll - 1));
+        let (header, group, tail) = (self.b.create_block(), self.b.create_block(), self.b.create_block());
         self.b.ins().jump(header, &[]);
         self.b.switch_to_block(header);
         let i = self.b.use_var(var);
         let more = self.b.ins().icmp(IntCC::SignedLessThan, i, last);
-        self.b.ins().brif(more, body, &[], tail, &[]);
-        self.b.switch_to_block(body);
-        store_group(self, i, GATHER_UNROLL)?;
-        let next = self.b.ins().iadd_imm_s(i, GATHER_UNROLL);
+        self.b.ins().brif(more, group, &[], tail, &[]);
+        self.b.switch_to_block(group);
+        body(self, i, unroll)?;
+        let next = self.b.ins().iadd_imm_s(i, unroll);
         self.b.def_var(var, next);
         self.b.ins().jump(header, &[]);
         self.b.switch_to_block(tail);
         let rest = self.b.use_var(var);
-        self.for_range_from(rest, hi, &mut |s, i| store_group(s, i, 1))?;
-        Ok(true)
+        self.for_range_from(rest, hi, &mut |s, i| body(s, i, 1))
     }
 
     /// The loop of a kernel rooted at a `segment_sum` (see `fusion::segment_kernel`): for data rows
@@ -332,27 +350,34 @@ impl<'a, 'b> Emitter<'a, 'b> {
         self.b.ins().stack_store(types::I64, owned_lo, slot, 0);
         self.b.ins().stack_store(types::I64, width, slot, 8);
         let stray = self.b.create_block();
-        self.for_range_from(lo, hi, &mut |s, r| {
-            let id = s.index_at(ids, &[r])?;
-            let v = s.value(data, &[r])?;
-            let owned_lo = s.b.ins().stack_load(types::I64, types::I64, slot, 0);
-            let width = s.b.ins().stack_load(types::I64, types::I64, slot, 8);
-            let (add, other, next) = (s.b.create_block(), s.b.create_block(), s.b.create_block());
-            // One unsigned compare for `owned_lo <= id < owned_lo + width` (the common case).
-            let rel = s.b.ins().isub(id, owned_lo);
-            let owned = s.b.ins().icmp(IntCC::UnsignedLessThan, rel, width);
-            s.b.ins().brif(owned, add, &[], other, &[]);
-            s.b.switch_to_block(add);
-            let old = s.load(dt, out_base, id);
-            let sum = scalar::binary(s, kiln_ir::BinaryOp::Add, dt, old, v)?;
-            s.store(dt, out_base, id, sum);
-            s.b.ins().jump(next, &[]);
-            // Not owned: another range's segment, or an id outside `0..num_segments` (negative
-            // ids wrap to large unsigned ones), which is dropped.
-            s.b.switch_to_block(other);
-            let in_range = s.b.ins().icmp_imm_u(IntCC::UnsignedLessThan, id, num_segments as i64);
-            s.b.ins().brif(in_range, stray, &[], next, &[]);
-            s.b.switch_to_block(next);
+        // Unrolled like `gather_rows`: a group's ids and values (the gathered reads) are computed
+        // before its adds, so their cache misses overlap; the adds stay in row order.
+        self.for_groups(lo, hi, GATHER_UNROLL, &mut |s, i, n| {
+            let mut rows = Vec::with_capacity(n as usize);
+            for k in 0..n {
+                let r = s.b.ins().iadd_imm_s(i, k);
+                rows.push((s.index_at(ids, &[r])?, s.value(data, &[r])?));
+            }
+            for (id, v) in rows {
+                let owned_lo = s.b.ins().stack_load(types::I64, types::I64, slot, 0);
+                let width = s.b.ins().stack_load(types::I64, types::I64, slot, 8);
+                let (add, other, next) = (s.b.create_block(), s.b.create_block(), s.b.create_block());
+                // One unsigned compare for `owned_lo <= id < owned_lo + width` (the common case).
+                let rel = s.b.ins().isub(id, owned_lo);
+                let owned = s.b.ins().icmp(IntCC::UnsignedLessThan, rel, width);
+                s.b.ins().brif(owned, add, &[], other, &[]);
+                s.b.switch_to_block(add);
+                let old = s.load(dt, out_base, id);
+                let sum = scalar::binary(s, kiln_ir::BinaryOp::Add, dt, old, v)?;
+                s.store(dt, out_base, id, sum);
+                s.b.ins().jump(next, &[]);
+                // Not owned: another range's segment, or an id outside `0..num_segments` (negative
+                // ids wrap to large unsigned ones), which is dropped.
+                s.b.switch_to_block(other);
+                let in_range = s.b.ins().icmp_imm_u(IntCC::UnsignedLessThan, id, num_segments as i64);
+                s.b.ins().brif(in_range, stray, &[], next, &[]);
+                s.b.switch_to_block(next);
+            }
             Ok(())
         })?;
         let done = self.b.create_block();
