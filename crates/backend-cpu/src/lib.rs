@@ -30,5 +30,5 @@ pub mod vmath;
 pub use cost::CostReport;
 pub use error::CompileError;
 pub use options::CompileOptions;
-pub use plan::{compile, compile_with};
+pub use plan::{compile, compile_with, estimate};
 pub use runtime::{Arg, ArgumentError, Executable};

@@ -209,7 +209,39 @@ pub fn compile_with(f: &Function, options: &CompileOptions) -> Result<Executable
     let start = Instant::now();
     let threads = Threads::new(options.threads);
     let folder = options.dump_dir.as_ref().map(|d| dump::new_folder(d, f));
-    compile_at(f, &threads, options.min_task_work, folder.as_deref(), start, true)
+    compile_at(f, &threads, options.min_task_work, folder.as_deref(), start, Codegen::Kernels)
+}
+
+/// The [`CostReport`] that [`compile`] would give for `f` (verified), without generating code:
+/// fusion and planning only, a small fraction of a compile (no Cranelift). The simplifier's result
+/// is kept only if this estimate of it is no worse than the input's (kiln's `jit`). Its
+/// `compile_time` is the estimate's own.
+///
+/// ```
+/// use kiln_backend_cpu::{compile, estimate};
+/// use kiln_ir::{BinaryOp, DType, Function, Prim, TensorType};
+/// let mut f = Function::new();
+/// let x = f.add_param(TensorType::new(DType::F32, [1000]));
+/// let y = f.push(Prim::Binary(BinaryOp::Mul), &[x, x], None)?[0];
+/// f.outputs.push(y);
+/// let (e, c) = (estimate(&f)?, compile(&f)?.cost_report());
+/// assert_eq!((e.kernels, e.bytes_moved, e.flops), (c.kernels, c.bytes_moved, c.flops));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// # Errors
+/// As [`compile`], for the errors found before code generation.
+pub fn estimate(f: &Function) -> Result<crate::CostReport, CompileError> {
+    let exe = compile_at(f, &Threads::Serial, None, None, Instant::now(), Codegen::Skip)?;
+    Ok(exe.cost_report())
+}
+
+/// Whether [`compile_at`] generates the kernels' code ([`estimate`] skips it: its executable only
+/// reports costs and is never run).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Codegen {
+    Kernels,
+    Skip,
 }
 
 /// The equations inlined into the kernel rooted at `root`, in program order.
@@ -253,14 +285,27 @@ fn buffer_aliases(f: &Function, roles: &[Role], inline: &[Option<usize>]) -> Vec
 }
 
 /// [`compile_with`] with the pool resolved and the dump folder chosen (`None`: no dump); control-flow
-/// bodies are compiled through here too, into sub-folders of the dump. `top`: a function the user
-/// calls (which may be given donated buffers), not a control-flow body.
+/// bodies are compiled through here too (never `top`), into sub-folders of the dump. `top`: a
+/// function the user calls (which may be given donated buffers), not a control-flow body.
 fn compile_at(
     f: &Function,
     threads: &Threads,
     min_task: Option<u64>,
     folder: Option<&Path>,
     start: Instant,
+    codegen: Codegen,
+) -> Result<Executable, CompileError> {
+    compile_inner(f, threads, min_task, folder, start, codegen, true)
+}
+
+/// [`compile_at`], `top` said explicitly.
+fn compile_inner(
+    f: &Function,
+    threads: &Threads,
+    min_task: Option<u64>,
+    folder: Option<&Path>,
+    start: Instant,
+    codegen: Codegen,
     top: bool,
 ) -> Result<Executable, CompileError> {
     let roles = fusion::assign(f);
@@ -300,7 +345,11 @@ fn compile_at(
                 }
             }
             Role::Kernel => {
-                let (handle, leaves) = jit.kernel(f, i, &inline)?;
+                let (handle, leaves) = match codegen {
+                    Codegen::Kernels => jit.kernel(f, i, &inline)?,
+                    // No code: a handle no step will ever call (the executable is never run).
+                    Codegen::Skip => (usize::MAX, crate::codegen::kernel_leaves(f, i, &inline)),
+                };
                 let leaves: Vec<Var> = leaves.iter().map(resolve).collect();
                 let out = f.var_type(e.outputs[0]);
                 // Rows split over threads: the output's outer axis; a segment kernel's data rows.
@@ -340,7 +389,7 @@ fn compile_at(
             Role::Runtime => {
                 let sub = |g: &Function, label: &str| {
                     let at = folder.map(|d| dump::sub_folder(d, step, e.prim.name(), label));
-                    compile_at(g, threads, min_task, at.as_deref(), Instant::now(), false)
+                    compile_inner(g, threads, min_task, at.as_deref(), Instant::now(), codegen, false)
                 };
                 let (mut op, scratch_bytes, traffic) = runtime_op(f, &e.prim, &e.inputs, &e.outputs, &sub)?;
                 // Runtime routines that split over threads, by the kernels' work threshold.

@@ -4,7 +4,7 @@
 
 mod common;
 
-use kiln_backend_cpu::{CompileOptions, Executable, compile_with};
+use kiln_backend_cpu::{CompileOptions, Executable, compile_with, estimate};
 use kiln_ir::*;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -345,6 +345,12 @@ fn cost_report_multiplies_a_scan_body_by_its_length() {
     // buffer (the last step into the returned array). Nothing else is copied.
     assert_eq!(r.bytes_moved, 10 * (400 + 4 + 400));
     assert_eq!(r.flops, 10 * 100 * 3, "mul, sin, add per element per step");
+    // `estimate` gives the same counts without generating code (the scan body included).
+    let e = estimate(&big_scan(10, &[100])).unwrap();
+    assert_eq!(
+        (e.kernels, e.runtime_steps, e.bytes_moved, e.flops),
+        (r.kernels, r.runtime_steps, r.bytes_moved, r.flops)
+    );
 }
 
 #[test]
@@ -513,6 +519,8 @@ fn message_passing_is_one_kernel_bitwise_equal_to_the_interpreter_for_any_ids_an
                     (1, 0),
                     "{dt:?}: gather, muls and segment_sum in one kernel"
                 );
+                let e = estimate(&f).unwrap();
+                assert_eq!((e.kernels, e.bytes_moved, e.flops), (r.kernels, r.bytes_moved, r.flops));
                 let got = exe.run(&args).unwrap();
                 assert!(
                     got[0].bitwise_eq(&want[0]),

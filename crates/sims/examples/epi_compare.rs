@@ -7,6 +7,7 @@
 //! `cargo run --release -p kiln-sims --example epi_compare [N ...] [--keep-grad] [--days T]
 //! [--store-all | --sqrt]` (the gradient's scan checkpointing; default `Checkpoint::Auto`)
 //! (default N: 100000 1000000). Run each N in its own process for a clean memory peak.
+//! `benches/epi/epi_compare.py` runs it and the JAX script alternately and reports medians.
 
 use kiln::prelude::*;
 use kiln_sims::epi::{CovidModel, CovidParams, Population, UpdateForm};

@@ -326,6 +326,27 @@ fn constant_fold() {
           in (g) }",
     );
     assert!(g.eqns.iter().all(|e| e.prim.name() != "mul" && e.prim.name() != "exp"));
+    // The folded scalar stays a scalar broadcast: a folded f32[4] constant would be read from
+    // memory where the broadcast is a register (the cost model prices broadcasts at 0 bytes).
+    assert!(g.consts.iter().all(|c| c.value.ty().rank() == 0), "{g}");
+    assert!(g.eqns.iter().any(|e| e.prim.name() == "broadcast_in_dim"), "{g}");
+}
+
+#[test]
+fn fast_math_keeps_broadcast_scalars_unfolded() {
+    // x*0 + x under fast math: x*0 → 0 must not become an f32[4] constant array (the backend then
+    // estimated the "simplified" program at more bytes than the input and kept the input).
+    let (_, g, report) = run(
+        "{ lambda a:f32[4] ; b:f32[] = 0.0 . let
+            c:f32[4] = broadcast_in_dim[shape=(4,) broadcast_dimensions=()] b
+            d:f32[4] = mul a c
+            e:f32[4] = add d a
+          in (e) }",
+        true,
+    );
+    assert!(report.fired("mul_zero") > 0, "{report}");
+    assert!(g.eqns.iter().all(|e| e.prim.name() != "mul"), "{g}");
+    assert!(g.consts.iter().all(|c| c.value.ty().rank() == 0), "{g}");
 }
 
 #[test]

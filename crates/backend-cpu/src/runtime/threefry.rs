@@ -29,7 +29,8 @@ fn block(k0: u32, k1: u32, x0: u32, x1: u32) -> (u32, u32) {
 pub(crate) unsafe fn run(lo: usize, hi: usize, ins: [usize; 4], outs: [usize; 2]) {
     use crate::vmath::Level;
     static LEVEL: std::sync::OnceLock<Level> = std::sync::OnceLock::new();
-    let level = *LEVEL.get_or_init(|| Level::ALL.into_iter().find(|l| l.supported()).unwrap_or(Level::Baseline));
+    let level =
+        *LEVEL.get_or_init(|| Level::ALL.into_iter().find(|l| l.supported()).unwrap_or(Level::Baseline));
     // SAFETY (all arms): per the contract; the level's features are present (`supported`).
     match level {
         #[cfg(target_arch = "x86_64")]

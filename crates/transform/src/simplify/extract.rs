@@ -121,11 +121,17 @@ fn flops_per_element(p: &Prim) -> u64 {
 }
 
 /// The cost of one equation `prim(ins) -> outs` (the larger of its input and output element counts
-/// times the per-element operations).
+/// times the per-element operations). Broadcasts and iotas materialize nothing: the backend
+/// recomputes them in every consumer's kernel (an index, no load), so a constant folded into a
+/// broadcast-sized array would cost more than the broadcast of its scalar, not less.
 pub fn eqn_cost(prim: &Prim, ins: &[&TensorType], outs: &[TensorType]) -> Cost {
     let elems =
         ins.iter().map(|t| t.shape.size()).chain(outs.iter().map(|t| t.shape.size())).max().unwrap_or(0);
-    Cost { bytes: outs.iter().map(bytes).sum(), flops: flops_per_element(prim) * elems as u64, nodes: 1 }
+    let bytes = match prim {
+        Prim::BroadcastInDim { .. } | Prim::Iota { .. } => 0,
+        _ => outs.iter().map(bytes).sum(),
+    };
+    Cost { bytes, flops: flops_per_element(prim) * elems as u64, nodes: 1 }
 }
 
 /// The cost of one e-node alone.
@@ -133,8 +139,9 @@ pub fn node_cost(g: &Graph, id: Id, node: &Node) -> Cost {
     match node {
         Node::Input(_) => Cost::default(),
         Node::Const(i) => {
-            let c = g.analysis.consts.get(*i);
-            Cost { bytes: bytes(&c.ty()), flops: 0, nodes: 1 }
+            // A rank-0 constant is a register in every kernel reading it (loaded once per call).
+            let t = g.analysis.consts.get(*i).ty();
+            Cost { bytes: if t.rank() == 0 { 0 } else { bytes(&t) }, flops: 0, nodes: 1 }
         }
         Node::Proj(..) => Cost { nodes: 1, ..Cost::default() },
         Node::Op(p, xs) => {
