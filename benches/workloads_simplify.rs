@@ -57,7 +57,8 @@ fn main() {
     let all = std::env::var("KILN_BENCH_ALL").is_ok_and(|v| v == "1");
     for case in workloads::all_cases() {
         let name = format!("{}/{}/{}", case.workload, case.variant, case.size);
-        if filter.as_ref().is_some_and(|f| !name.contains(f.as_str())) || (!all && name.contains("N=1000000")) {
+        if filter.as_ref().is_some_and(|f| !name.contains(f.as_str())) || (!all && name.contains("N=1000000"))
+        {
             continue;
         }
         let (greedy, _) = side(&case, false);

@@ -434,6 +434,12 @@ fn scatter_cases(op: ScatterOp) {
                 Prim::Scatter { op, axis: 1, batch_dims: 1, mode },
                 &[sample(dt, 0), bi, fill(dt, &[3, 2], 6)],
             );
+            // The same with i32 indices (negative too): scalar rows, the typed scatter_add loop.
+            let bi = Array::from_vec(&[3, 2], vec![0i32, 0, -1, 1, 3, i32::MAX]);
+            check(
+                Prim::Scatter { op, axis: 1, batch_dims: 1, mode },
+                &[sample(dt, 0), bi, fill(dt, &[3, 2], 6)],
+            );
             // Scalar index (rank-0 indices), rank-3 operand with a pre dim, empty axis.
             let s = Array::scalar(1i32);
             check(
