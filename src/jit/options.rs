@@ -67,18 +67,21 @@ pub(crate) fn backend_compile(f: &Function, opts: &JitOptions) -> Result<Executa
     let env = CompileOptions::from_env();
     let options = CompileOptions { threads: opts.threads.or(env.threads), ..env };
     let live = kiln_transform::dce(f);
-    let program = if opts.simplify {
+    if opts.simplify {
         let sopts = kiln_transform::SimplifyOptions { fast_math: opts.fast_math, ..Default::default() };
         let (simplified, report) = kiln_transform::simplify(&live, &sopts);
         let (keep, verdict) = backend_verdict(&live, &simplified);
         if let Some(dir) = &options.dump_dir {
             dump_simplify(dir, &live, &simplified, &report, &verdict);
         }
-        if keep { simplified } else { live }
-    } else {
-        live
-    };
-    kiln_backend_cpu::compile_with(&program, &options)
+        if keep {
+            // `estimate` stops before code generation; should the simplified program fail there
+            // (an operand limit, say), the input is compiled instead.
+            return kiln_backend_cpu::compile_with(&simplified, &options)
+                .or_else(|_| kiln_backend_cpu::compile_with(&live, &options));
+        }
+    }
+    kiln_backend_cpu::compile_with(&live, &options)
 }
 
 /// Whether to compile the simplifier's program rather than the input, by the backend's own estimate

@@ -560,6 +560,42 @@ fn segment_kernels_by_hand() {
 }
 
 #[test]
+fn segment_kernels_with_dropped_ids_between_sorted_blocks_sum_sequentially() {
+    // Regression: a range whose first id is out of range (≥ segments) owned nothing after
+    // clamping, and the ranges on both sides then owned the same segments and added into them at
+    // once, with no fallback. Ids [0]*m ++ [1]*m ++ [0]*m into 1 segment over 3 threads: the 1s are
+    // dropped, out[0] = 2m exactly (every data value 1).
+    let m = 200_000;
+    let mut f = Function::new();
+    let x = f.add_param(TensorType::new(DType::F32, Shape::new(&[3 * m])));
+    let ids = f.add_param(TensorType::new(DType::I32, Shape::new(&[3 * m])));
+    let z = scalar_const(&mut f, 0.0, &[3 * m]);
+    let d = binary(&mut f, BinaryOp::Add, x, z);
+    f.outputs = f.push(Prim::SegmentSum { num_segments: 1 }, &[d, ids], None).unwrap().to_vec();
+    let ids_v: Vec<i32> = (0..3 * m).map(|k| i32::from(k / m == 1)).collect();
+    let args = [Array::from_vec(&[3 * m], vec![1.0f32; 3 * m]), Array::from_vec(&[3 * m], ids_v)];
+    for threads in [2, 3, 4] {
+        for _ in 0..5 {
+            let got = compile_with(&f, &opts(threads, Some(0))).unwrap().run(&args).unwrap();
+            assert_eq!(got[0], Array::from_vec(&[1], vec![(2 * m) as f32]), "{threads} threads");
+        }
+    }
+    // By hand, 4 threads: ids [0,0,9,9,0,0,0,0] into 4 segments: [1+2+5+6+7+8, 0, 0, 0].
+    let mut g = Function::new();
+    let x = g.add_param(TensorType::new(DType::F32, Shape::new(&[8])));
+    let ids = g.add_param(TensorType::new(DType::I32, Shape::new(&[8])));
+    let z = scalar_const(&mut g, 0.0, &[8]);
+    let d = binary(&mut g, BinaryOp::Add, x, z);
+    g.outputs = g.push(Prim::SegmentSum { num_segments: 4 }, &[d, ids], None).unwrap().to_vec();
+    let args = [
+        Array::from_vec(&[8], vec![1.0f32, 2., 3., 4., 5., 6., 7., 8.]),
+        Array::from_vec(&[8], vec![0i32, 0, 9, 9, 0, 0, 0, 0]),
+    ];
+    let got = compile_with(&g, &opts(4, Some(0))).unwrap().run(&args).unwrap();
+    assert_eq!(got[0], Array::from_vec(&[4], vec![29.0f32, 0., 0., 0.]));
+}
+
+#[test]
 fn a_stop_gradient_read_by_several_kernels_shares_its_operands_buffer() {
     // sg(x) * 2 and sg(x) + 1 as outputs: two kernels, no third one copying x for the
     // stop_gradient (which is not cheap elementwise work to recompute, so it is materialized).

@@ -317,9 +317,11 @@ impl<'a, 'b> Emitter<'a, 'b> {
     ///
     /// Parallel ranges (`runtime::Op::SegmentKernel`) start where the id changes; the range
     /// `[lo, hi)` owns the segments from `ids[lo]` up to `ids[hi]` (unbounded below when `lo == 0`
-    /// and above when `hi == n`), so a range over all rows owns every segment. A row whose segment
-    /// another range owns (ids not sorted) stores 1 to the byte at `flag` and returns at once: the
-    /// runtime then clears `out` and runs the whole range on one thread.
+    /// and above when `hi == n`), bounds clamped to `0..num_segments` (the runtime checks first
+    /// that the unclamped ranges are disjoint), so a range over all rows owns every segment. A row
+    /// whose segment another range owns (ids not sorted) stores 1 to the byte at `flag` (an atomic
+    /// store: ranges run at once) and returns: the runtime then clears `out` and runs all rows on
+    /// one thread.
     fn segment_rows(&mut self, e: &'a Eqn, out_base: Value, flag: Value, lo: Value, hi: Value) -> R<()> {
         let f = self.f;
         let Prim::SegmentSum { num_segments } = e.prim else {
@@ -384,7 +386,7 @@ impl<'a, 'b> Emitter<'a, 'b> {
         self.b.ins().jump(done, &[]);
         self.b.switch_to_block(stray);
         let one = self.b.ins().iconst(types::I8, 1);
-        self.b.ins().store(mem(), one, flag, 0);
+        self.b.ins().atomic_store(mem(), one, flag);
         self.b.ins().return_(&[]);
         self.b.switch_to_block(done);
         Ok(())

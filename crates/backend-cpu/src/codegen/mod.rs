@@ -61,13 +61,13 @@ impl Drop for Code {
     }
 }
 
-/// Compiles kernels into one JIT module.
 /// The leaves of the kernel rooted at `f.eqns[root]` (`inline[v]`: the equation computing an inlined
 /// `v`), in pointer-table order, as [`Jit::kernel`] returns them — without generating code.
 pub(crate) fn kernel_leaves(f: &Function, root: usize, inline: &[Option<usize>]) -> Vec<Var> {
     kernel::leaves(f, root, inline)
 }
 
+/// Compiles kernels into one JIT module.
 pub(crate) struct Jit {
     module: JITModule,
     ctx: cranelift_codegen::Context,

@@ -219,6 +219,30 @@ pub(crate) fn segment_cuts(n: usize, chunks: usize, id: impl Fn(usize) -> i64) -
         .collect()
 }
 
+/// The ids each range between consecutive `cuts` owns: range `c` owns `[first id of range c, first
+/// id of range c + 1)`, unbounded below for the first range and above for the last (and for a cut
+/// at `n`). `id(k)` is row `k`'s id (`k < n`).
+pub(crate) fn owned_segments(
+    cuts: &[usize],
+    n: usize,
+    id: impl Fn(usize) -> i64,
+) -> SmallVec<[(i64, i64); 32]> {
+    let chunks = cuts.len() - 1;
+    let bound = |c: usize| match c {
+        0 => i64::MIN,
+        c if c == chunks || cuts[c] == n => i64::MAX,
+        c => id(cuts[c]),
+    };
+    (0..chunks).map(|c| (bound(c), bound(c + 1))).collect()
+}
+
+/// Whether the ranges of [`owned_segments`] are disjoint: no range's bounds are inverted. (An
+/// inverted pair — a cut row whose id exceeds the next cut's, e.g. a dropped out-of-range id
+/// between sorted blocks — would let its neighbours own the same segments.)
+pub(crate) fn disjoint(owned: &[(i64, i64)]) -> bool {
+    owned.iter().all(|&(lo, hi)| lo <= hi)
+}
+
 /// The static plan of one `segment_sum`.
 ///
 /// Sequential semantics (the interpreter's): every data row is added to its segment's row in order.
@@ -300,14 +324,8 @@ impl SegmentSumPlan {
         // SAFETY: `k < n`, the ids' length.
         let id = |k: usize| unsafe { index(self.index_dtype, ids, k) };
         let cuts = segment_cuts(self.n, self.chunks, id);
-        // Range c owns ids [first id of range c, first id of range c + 1); the ends are open.
-        let bound = |c: usize| match c {
-            0 => i64::MIN,
-            c if c == self.chunks || cuts[c] == self.n => i64::MAX,
-            c => id(cuts[c]),
-        };
-        let owned: SmallVec<[(i64, i64); 32]> = (0..self.chunks).map(|c| (bound(c), bound(c + 1))).collect();
-        let stray = AtomicBool::new(owned.iter().any(|&(lo, hi)| lo > hi));
+        let owned = owned_segments(&cuts, self.n, id);
+        let stray = AtomicBool::new(!disjoint(&owned));
         if !stray.load(Ordering::Relaxed) {
             let ranges = |lo: i64, hi: i64| {
                 for c in lo as usize..hi as usize {

@@ -309,14 +309,22 @@ impl Executable {
                         run(0, *rows);
                     } else {
                         let ids = ptr(&step.inputs[*ids]).cast_const().cast::<i32>();
-                        // SAFETY: the ids are `rows` i32s (the plan's types).
-                        let cuts = indexing::segment_cuts(n, *chunks, |k| i64::from(unsafe { *ids.add(k) }));
-                        let ranges = |lo: i64, hi: i64| {
-                            for c in lo as usize..hi as usize {
-                                run(cuts[c] as i64, cuts[c + 1] as i64);
-                            }
-                        };
-                        self.threads.for_rows(*chunks as i64, *chunks, &ranges);
+                        // SAFETY: the ids are `rows` i32s (the plan's types); `k < rows`.
+                        let id = |k: usize| i64::from(unsafe { *ids.add(k) });
+                        let cuts = indexing::segment_cuts(n, *chunks, id);
+                        // The kernel derives the same bounds from `ids[lo]`, `ids[hi]` (clamped to
+                        // the segments, which keeps disjoint ranges disjoint); inverted ones run
+                        // on one thread.
+                        if indexing::disjoint(&indexing::owned_segments(&cuts, n, id)) {
+                            let ranges = |lo: i64, hi: i64| {
+                                for c in lo as usize..hi as usize {
+                                    run(cuts[c] as i64, cuts[c + 1] as i64);
+                                }
+                            };
+                            self.threads.for_rows(*chunks as i64, *chunks, &ranges);
+                        } else {
+                            flag.store(1, Ordering::Relaxed);
+                        }
                         if flag.load(Ordering::Relaxed) != 0 {
                             zero();
                             run(0, *rows);

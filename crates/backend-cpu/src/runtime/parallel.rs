@@ -60,7 +60,8 @@ impl Threads {
     }
 
     /// Runs `f` on a thread of the pool, the caller waiting (on the calling thread when serial, or
-    /// when it is a pool thread already). An executable with parallel steps runs whole calls this
+    /// when it is a thread of any rayon pool already: then each step's `for_rows` runs as before,
+    /// in this pool, and the gain below does not apply). An executable with parallel steps runs whole calls this
     /// way: each step's ranges are then split by a pool thread, which runs one range itself and
     /// takes back any range no other thread has started, instead of the caller handing every range
     /// to the pool and sleeping until the last one ends. On the 100 k-agent epidemic day (about ten

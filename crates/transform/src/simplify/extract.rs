@@ -120,6 +120,47 @@ fn flops_per_element(p: &Prim) -> u64 {
     }
 }
 
+/// Whether the backend writes `prim`'s result to memory when a kernel reads it: false for
+/// broadcasts and iotas, which every consumer kernel recomputes from an index (the backend's
+/// `duplicable`); true for the rest as far as this model knows (fusion may still inline them).
+fn materializes(prim: &Prim) -> bool {
+    match prim {
+        Prim::BroadcastInDim { .. } | Prim::Iota { .. } => false,
+        Prim::Unary(_)
+        | Prim::Binary(_)
+        | Prim::Compare(_)
+        | Prim::Select
+        | Prim::Clamp
+        | Prim::ConvertElementType { .. }
+        | Prim::BitcastConvertType { .. }
+        | Prim::Reshape { .. }
+        | Prim::Transpose { .. }
+        | Prim::Rev { .. }
+        | Prim::Slice { .. }
+        | Prim::DynamicSlice { .. }
+        | Prim::DynamicUpdateSlice
+        | Prim::Concatenate { .. }
+        | Prim::Pad { .. }
+        | Prim::Gather { .. }
+        | Prim::StopGradient
+        | Prim::DotGeneral { .. }
+        | Prim::Reduce { .. }
+        | Prim::ArgReduce { .. }
+        | Prim::Cumulative { .. }
+        | Prim::Sort { .. }
+        | Prim::Scatter { .. }
+        | Prim::SegmentSum { .. }
+        | Prim::Threefry2x32
+        | Prim::CustomJvpCall { .. }
+        | Prim::CustomVjpCall { .. }
+        | Prim::Scan { .. }
+        | Prim::WhileLoop { .. }
+        | Prim::Cond { .. }
+        | Prim::Call { .. }
+        | Prim::Checkpoint { .. } => true,
+    }
+}
+
 /// The cost of one equation `prim(ins) -> outs` (the larger of its input and output element counts
 /// times the per-element operations). Broadcasts and iotas materialize nothing: the backend
 /// recomputes them in every consumer's kernel (an index, no load), so a constant folded into a
@@ -127,10 +168,7 @@ fn flops_per_element(p: &Prim) -> u64 {
 pub fn eqn_cost(prim: &Prim, ins: &[&TensorType], outs: &[TensorType]) -> Cost {
     let elems =
         ins.iter().map(|t| t.shape.size()).chain(outs.iter().map(|t| t.shape.size())).max().unwrap_or(0);
-    let bytes = match prim {
-        Prim::BroadcastInDim { .. } | Prim::Iota { .. } => 0,
-        _ => outs.iter().map(bytes).sum(),
-    };
+    let bytes = if materializes(prim) { outs.iter().map(bytes).sum() } else { 0 };
     Cost { bytes, flops: flops_per_element(prim) * elems as u64, nodes: 1 }
 }
 
