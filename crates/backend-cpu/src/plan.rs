@@ -209,7 +209,7 @@ pub fn compile_with(f: &Function, options: &CompileOptions) -> Result<Executable
     let start = Instant::now();
     let threads = Threads::new(options.threads);
     let folder = options.dump_dir.as_ref().map(|d| dump::new_folder(d, f));
-    compile_at(f, &threads, options.min_task_work, folder.as_deref(), start, Codegen::Kernels)
+    compile_at(f, &threads, options.min_task_work, folder.as_deref(), start, Codegen::Kernels, true)
 }
 
 /// The [`CostReport`] that [`compile`] would give for `f` (verified), without generating code:
@@ -232,7 +232,7 @@ pub fn compile_with(f: &Function, options: &CompileOptions) -> Result<Executable
 /// # Errors
 /// As [`compile`], for the errors found before code generation.
 pub fn estimate(f: &Function) -> Result<crate::CostReport, CompileError> {
-    let exe = compile_at(f, &Threads::Serial, None, None, Instant::now(), Codegen::Skip)?;
+    let exe = compile_at(f, &Threads::Serial, None, None, Instant::now(), Codegen::Skip, true)?;
     Ok(exe.cost_report())
 }
 
@@ -285,21 +285,9 @@ fn buffer_aliases(f: &Function, roles: &[Role], inline: &[Option<usize>]) -> Vec
 }
 
 /// [`compile_with`] with the pool resolved and the dump folder chosen (`None`: no dump); control-flow
-/// bodies are compiled through here too (never `top`), into sub-folders of the dump. `top`: a
-/// function the user calls (which may be given donated buffers), not a control-flow body.
+/// bodies are compiled through here too, into sub-folders of the dump. `top`: a function the user
+/// calls (which may be given donated buffers), not a control-flow body.
 fn compile_at(
-    f: &Function,
-    threads: &Threads,
-    min_task: Option<u64>,
-    folder: Option<&Path>,
-    start: Instant,
-    codegen: Codegen,
-) -> Result<Executable, CompileError> {
-    compile_inner(f, threads, min_task, folder, start, codegen, true)
-}
-
-/// [`compile_at`], `top` said explicitly.
-fn compile_inner(
     f: &Function,
     threads: &Threads,
     min_task: Option<u64>,
@@ -389,7 +377,7 @@ fn compile_inner(
             Role::Runtime => {
                 let sub = |g: &Function, label: &str| {
                     let at = folder.map(|d| dump::sub_folder(d, step, e.prim.name(), label));
-                    compile_inner(g, threads, min_task, at.as_deref(), Instant::now(), codegen, false)
+                    compile_at(g, threads, min_task, at.as_deref(), Instant::now(), codegen, false)
                 };
                 let (mut op, scratch_bytes, traffic) = runtime_op(f, &e.prim, &e.inputs, &e.outputs, &sub)?;
                 // Runtime routines that split over threads, by the kernels' work threshold.

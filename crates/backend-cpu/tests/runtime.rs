@@ -533,17 +533,23 @@ fn message_passing_is_one_kernel_bitwise_equal_to_the_interpreter_for_any_ids_an
     }
 }
 
+/// `segment_sum(x + 0, ids)` with `x: f32[n]`, `ids: i32[n]`: a segment kernel with a fused producer.
+fn fused_segment_sum_fn(n: usize, segments: usize) -> Function {
+    let mut f = Function::new();
+    let x = f.add_param(TensorType::new(DType::F32, Shape::new(&[n])));
+    let ids = f.add_param(TensorType::new(DType::I32, Shape::new(&[n])));
+    let z = scalar_const(&mut f, 0.0, &[n]);
+    let m = binary(&mut f, BinaryOp::Add, x, z);
+    f.outputs = f.push(Prim::SegmentSum { num_segments: segments }, &[m, ids], None).unwrap().to_vec();
+    f
+}
+
 #[test]
 fn segment_kernels_by_hand() {
     // A fused `x + 0` over [1..8]: ids [0,0,1,1,1,3,3,5 (dropped)] into 4 segments give
     // [1+2, 3+4+5, 0, 6+7] = [3, 12, 0, 13]; a negative id is dropped too; unsorted ids (every
     // parallel range meets another's segment) give the sequential sums.
-    let mut f = Function::new();
-    let x = f.add_param(TensorType::new(DType::F32, Shape::new(&[8])));
-    let ids = f.add_param(TensorType::new(DType::I32, Shape::new(&[8])));
-    let z = scalar_const(&mut f, 0.0, &[8]);
-    let m = binary(&mut f, BinaryOp::Add, x, z);
-    f.outputs = f.push(Prim::SegmentSum { num_segments: 4 }, &[m, ids], None).unwrap().to_vec();
+    let f = fused_segment_sum_fn(8, 4);
     let data = Array::from_vec(&[8], vec![1.0f32, 2., 3., 4., 5., 6., 7., 8.]);
     for (ids, want) in [
         (vec![0i32, 0, 1, 1, 1, 3, 3, 5], vec![3.0f32, 12., 0., 13.]),
@@ -566,12 +572,7 @@ fn segment_kernels_with_dropped_ids_between_sorted_blocks_sum_sequentially() {
     // once, with no fallback. Ids [0]*m ++ [1]*m ++ [0]*m into 1 segment over 3 threads: the 1s are
     // dropped, out[0] = 2m exactly (every data value 1).
     let m = 200_000;
-    let mut f = Function::new();
-    let x = f.add_param(TensorType::new(DType::F32, Shape::new(&[3 * m])));
-    let ids = f.add_param(TensorType::new(DType::I32, Shape::new(&[3 * m])));
-    let z = scalar_const(&mut f, 0.0, &[3 * m]);
-    let d = binary(&mut f, BinaryOp::Add, x, z);
-    f.outputs = f.push(Prim::SegmentSum { num_segments: 1 }, &[d, ids], None).unwrap().to_vec();
+    let f = fused_segment_sum_fn(3 * m, 1);
     let ids_v: Vec<i32> = (0..3 * m).map(|k| i32::from(k / m == 1)).collect();
     let args = [Array::from_vec(&[3 * m], vec![1.0f32; 3 * m]), Array::from_vec(&[3 * m], ids_v)];
     for threads in [2, 3, 4] {
@@ -581,18 +582,18 @@ fn segment_kernels_with_dropped_ids_between_sorted_blocks_sum_sequentially() {
         }
     }
     // By hand, 4 threads: ids [0,0,9,9,0,0,0,0] into 4 segments: [1+2+5+6+7+8, 0, 0, 0].
-    let mut g = Function::new();
-    let x = g.add_param(TensorType::new(DType::F32, Shape::new(&[8])));
-    let ids = g.add_param(TensorType::new(DType::I32, Shape::new(&[8])));
-    let z = scalar_const(&mut g, 0.0, &[8]);
-    let d = binary(&mut g, BinaryOp::Add, x, z);
-    g.outputs = g.push(Prim::SegmentSum { num_segments: 4 }, &[d, ids], None).unwrap().to_vec();
+    let g = fused_segment_sum_fn(8, 4);
     let args = [
         Array::from_vec(&[8], vec![1.0f32, 2., 3., 4., 5., 6., 7., 8.]),
         Array::from_vec(&[8], vec![0i32, 0, 9, 9, 0, 0, 0, 0]),
     ];
     let got = compile_with(&g, &opts(4, Some(0))).unwrap().run(&args).unwrap();
     assert_eq!(got[0], Array::from_vec(&[4], vec![29.0f32, 0., 0., 0.]));
+    // No rows at all: every segment is 0.
+    let e = fused_segment_sum_fn(0, 3);
+    let empty = [Array::from_vec(&[0], Vec::<f32>::new()), Array::from_vec(&[0], Vec::<i32>::new())];
+    let got = compile_with(&e, &opts(2, Some(0))).unwrap().run(&empty).unwrap();
+    assert_eq!(got[0], Array::from_vec(&[3], vec![0.0f32; 3]));
 }
 
 #[test]

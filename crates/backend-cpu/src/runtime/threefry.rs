@@ -28,11 +28,9 @@ fn block(k0: u32, k1: u32, x0: u32, x1: u32) -> (u32, u32) {
 /// Each address is of at least `hi` u32s; the outputs do not overlap the inputs.
 pub(crate) unsafe fn run(lo: usize, hi: usize, ins: [usize; 4], outs: [usize; 2]) {
     use crate::vmath::Level;
-    static LEVEL: std::sync::OnceLock<Level> = std::sync::OnceLock::new();
-    let level =
-        *LEVEL.get_or_init(|| Level::ALL.into_iter().find(|l| l.supported()).unwrap_or(Level::Baseline));
-    // SAFETY (all arms): per the contract; the level's features are present (`supported`).
-    match level {
+    // SAFETY (all arms): per the contract; the level's features are present (the vmath table's
+    // level is the best this CPU supports).
+    match crate::vmath::table().level {
         #[cfg(target_arch = "x86_64")]
         Level::Avx512 => unsafe { run_avx512(lo, hi, ins, outs) },
         #[cfg(target_arch = "x86_64")]
