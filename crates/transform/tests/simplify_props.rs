@@ -31,7 +31,7 @@ fn build(ops: &[(u8, u8, u8, u8)]) -> Function {
         let x = pool[a as usize % pool.len()];
         let y = pool[b as usize % pool.len()];
         let push = |f: &mut Function, p: Prim, ins: &[Var]| f.push(p, ins, None).unwrap()[0];
-        let v = match kind % 12 {
+        let v = match kind % 13 {
             0 => {
                 let u = [
                     UnaryOp::Neg,
@@ -116,6 +116,34 @@ fn build(ops: &[(u8, u8, u8, u8)]) -> Function {
                 );
                 push(&mut f, Prim::Reshape { new_sizes: Shape::new(&[N]) }, &[s])
             }
+            11 => {
+                // A broadcast reshaped with unit axes, sliced twice (reshape_of_broadcast,
+                // slice_slice), or a slice of a slice of x.
+                if c % 2 == 0 {
+                    let bx = push(
+                        &mut f,
+                        Prim::BroadcastInDim { shape: Shape::new(&[3, N]), broadcast_dimensions: vec![1] },
+                        &[x],
+                    );
+                    let r = push(&mut f, Prim::Reshape { new_sizes: Shape::new(&[3, 1, N]) }, &[bx]);
+                    let s = push(
+                        &mut f,
+                        Prim::Slice { start: vec![1, 0, 0], limit: vec![3, 1, N], strides: vec![1, 1, 1] },
+                        &[r],
+                    );
+                    let s = push(
+                        &mut f,
+                        Prim::Slice { start: vec![1, 0, 0], limit: vec![2, 1, N], strides: vec![1, 1, 1] },
+                        &[s],
+                    );
+                    push(&mut f, Prim::Reshape { new_sizes: Shape::new(&[N]) }, &[s])
+                } else {
+                    let s = push(&mut f, Prim::Slice { start: vec![1], limit: vec![N], strides: vec![1] }, &[x]);
+                    let s = push(&mut f, Prim::Slice { start: vec![0], limit: vec![2], strides: vec![1] }, &[s]);
+                    let t = push(&mut f, Prim::Slice { start: vec![2], limit: vec![N], strides: vec![1] }, &[x]);
+                    push(&mut f, Prim::Concatenate { dimension: 0 }, &[s, t])
+                }
+            }
             _ => {
                 let bx = push(
                     &mut f,
@@ -180,7 +208,7 @@ fn generated_programs_exercise_the_rules() {
         state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
         (state >> 56) as u8
     };
-    for _ in 0..64 {
+    for _ in 0..160 {
         let ops: Vec<(u8, u8, u8, u8)> = (0..12).map(|_| (byte(), byte(), byte(), byte())).collect();
         let (_, report) = simplify(&build(&ops), &SimplifyOptions::default());
         for (k, v) in report.rules_fired() {
@@ -194,6 +222,9 @@ fn generated_programs_exercise_the_rules() {
         "sub_neg",
         "reduce_max_min_of_broadcast",
         "elementwise_of_broadcasts",
+        "transpose_of_broadcast",
+        "reshape_of_broadcast",
+        "slice_slice",
     ] {
         assert!(fired.get(rule).copied().unwrap_or(0) > 0, "{rule} never fired: {fired:?}");
     }

@@ -285,6 +285,90 @@ fn slice_of_broadcast() {
 }
 
 #[test]
+fn reshape_of_broadcast() {
+    // Unit axes inserted: the broadcast moves out past the reshape, which disappears.
+    let g = fires(
+        "reshape_of_broadcast",
+        "{ lambda a:f32[5] . let
+            b:f32[4,5] = broadcast_in_dim[shape=(4,5) broadcast_dimensions=(1,)] a
+            c:f32[4,1,5] = reshape[new_sizes=(4,1,5)] b
+          in (c) }",
+    );
+    assert!(g.eqns.iter().all(|e| e.prim.name() != "reshape"), "{g}");
+    // Repeated axes merged, a size-1 operand axis dropped (a reshape of the small operand).
+    let g = fires(
+        "reshape_of_broadcast",
+        "{ lambda a:f32[1,3] . let
+            b:f32[4,5,3] = broadcast_in_dim[shape=(4,5,3) broadcast_dimensions=(1,2)] a
+            c:f32[20,3] = reshape[new_sizes=(20,3)] b
+          in (c) }",
+    );
+    let r = g.eqns.iter().find(|e| e.prim.name() == "reshape");
+    assert!(r.is_none_or(|r| g.var_type(r.outputs[0]).shape.dims() == [3]), "{g}");
+    // A real axis split or merged with a repeated one is not a broadcast of `a`'s reshape.
+    does_not_fire(
+        "reshape_of_broadcast",
+        "{ lambda a:f32[6] . let
+            b:f32[2,6] = broadcast_in_dim[shape=(2,6) broadcast_dimensions=(1,)] a
+            c:f32[2,2,3] = reshape[new_sizes=(2,2,3)] b
+          in (c) }",
+        false,
+    );
+    does_not_fire(
+        "reshape_of_broadcast",
+        "{ lambda a:f32[6] . let
+            b:f32[2,6] = broadcast_in_dim[shape=(2,6) broadcast_dimensions=(1,)] a
+            c:f32[12] = reshape[new_sizes=(12,)] b
+          in (c) }",
+        false,
+    );
+}
+
+#[test]
+fn transpose_of_broadcast() {
+    // Only repeated axes move: no transpose left.
+    let g = fires(
+        "transpose_of_broadcast",
+        "{ lambda a:f32[5] . let
+            b:f32[4,5] = broadcast_in_dim[shape=(4,5) broadcast_dimensions=(1,)] a
+            c:f32[5,4] = transpose[permutation=(1,0)] b
+          in (c) }",
+    );
+    assert!(g.eqns.iter().all(|e| e.prim.name() != "transpose"), "{g}");
+    // The operand's own axes swap: the transpose moves onto the small operand.
+    let g = fires(
+        "transpose_of_broadcast",
+        "{ lambda a:f32[2,3] . let
+            b:f32[2,4,3] = broadcast_in_dim[shape=(2,4,3) broadcast_dimensions=(0,2)] a
+            c:f32[3,2,4] = transpose[permutation=(2,0,1)] b
+          in (c) }",
+    );
+    let t = g.eqns.iter().find(|e| e.prim.name() == "transpose").expect("a small transpose");
+    assert_eq!(g.var_type(t.outputs[0]).shape.dims(), &[3, 2]);
+}
+
+#[test]
+fn slice_slice() {
+    // Strided in both: elements 1+2·(1+k·2)... of `a`, composed into one slice.
+    let g = fires(
+        "slice_slice",
+        "{ lambda a:f32[20,3] . let
+            b:f32[9,3] = slice[start=(1,0) limit=(19,3) strides=(2,1)] a
+            c:f32[3,2] = slice[start=(1,1) limit=(8,3) strides=(3,1)] b
+          in (c) }",
+    );
+    assert_eq!(g.eqns.len(), 1, "{g}");
+    // An empty outer slice at the inner one's end (the composed start would pass `a`'s end).
+    fires(
+        "slice_slice",
+        "{ lambda a:f32[10] . let
+            b:f32[4] = slice[start=(0,) limit=(10,) strides=(3,)] a
+            c:f32[0] = slice[start=(4,) limit=(4,) strides=(1,)] b
+          in (c) }",
+    );
+}
+
+#[test]
 fn gather_of_iota_clip_and_fill() {
     // Clip: out-of-range indices (-1, 7, 100, i32::MIN...) are clamped, as the gather would.
     // (The extractor may keep the gather: clamp + convert materialize more bytes than it.)

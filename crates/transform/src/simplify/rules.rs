@@ -71,6 +71,9 @@ pub const RULES: &[Rule] = &[
     rule!(reduce_max_min_of_broadcast, false),
     rule!(reduce_sum_of_broadcast, false),
     rule!(slice_of_broadcast, false),
+    rule!(reshape_of_broadcast, false),
+    rule!(transpose_of_broadcast, false),
+    rule!(slice_slice, false),
     rule!(gather_of_iota, false),
     rule!(constant_fold, false),
     rule!(elementwise_of_broadcasts, false),
@@ -468,6 +471,110 @@ fn slice_of_broadcast(ctx: &Ctx, id: Id, node: &Node) -> Option<Term> {
     let bcast =
         Prim::BroadcastInDim { shape: ty(ctx.g, id).shape.clone(), broadcast_dimensions: dims.to_vec() };
     Some(Term::Op(bcast, vec![y_term]))
+}
+
+/// `reshape(broadcast(y)) → broadcast(y')` when the reshape only regroups broadcast (repeated)
+/// axes and moves `y`'s real axes unchanged: the non-unit axes of the broadcast's shape and of the
+/// reshape's are cut into the smallest groups of equal size product; a group is either all repeated
+/// axes (becoming repeated axes of the new shape) or one real axis of `y` on each side (the same
+/// size). Size-1 axes come and go freely; `y`'s size-1 axes are dropped by a reshape of `y`, which
+/// keeps row-major order. Exact: every element is still the same element of `y`. Canonicalizes
+/// vmap's and the gradient's `[..., 1]` reshapes of broadcasts, which otherwise block
+/// `broadcast_broadcast` and `elementwise_of_broadcasts`.
+fn reshape_of_broadcast(ctx: &Ctx, _: Id, node: &Node) -> Option<Term> {
+    let (Prim::Reshape { new_sizes }, [x]) = op(node, ctx.g)? else { return None };
+    let (y, big, dims) = child_broadcast(ctx.g, *x)?;
+    let ys = ty(ctx.g, y).shape.dims();
+    let bd = big.dims();
+    if bd.contains(&0) {
+        return None;
+    }
+    // The operand axis of `y` each non-unit broadcast axis comes from, if it is real (not repeated).
+    let real = |a: usize| dims.iter().position(|&d| d == a).filter(|&i| ys[i] == bd[a]);
+    let from: Vec<(usize, Option<usize>)> =
+        (0..bd.len()).filter(|&a| bd[a] != 1).map(|a| (bd[a], real(a))).collect();
+    let to: Vec<(usize, usize)> =
+        new_sizes.dims().iter().enumerate().filter(|(_, n)| **n != 1).map(|(j, n)| (*n, j)).collect();
+    // Walk both sides, cutting groups where the running products meet.
+    let (mut i, mut j) = (0, 0);
+    let mut mapped: Vec<(usize, usize)> = Vec::new(); // (axis of y, axis of the new shape)
+    while i < from.len() || j < to.len() {
+        let (i0, j0) = (i, j);
+        let (mut p, mut q) = (1usize, 1usize);
+        loop {
+            if p <= q && i < from.len() {
+                p = p.checked_mul(from[i].0)?;
+                i += 1;
+            } else if j < to.len() {
+                q = q.checked_mul(to[j].0)?;
+                j += 1;
+            } else {
+                return None;
+            }
+            if p == q {
+                break;
+            }
+        }
+        let reals: Vec<usize> = from[i0..i].iter().filter_map(|(_, r)| *r).collect();
+        match (reals.as_slice(), i - i0, j - j0) {
+            ([], _, _) => {}
+            ([r], 1, 1) => mapped.push((*r, to[j0].1)),
+            _ => return None,
+        }
+    }
+    let kept: Vec<usize> = mapped.iter().map(|(r, _)| *r).collect();
+    let y_term = if kept.len() == ys.len() {
+        Term::Class(y)
+    } else {
+        let sizes: Vec<usize> = kept.iter().map(|&r| ys[r]).collect();
+        Term::Op(Prim::Reshape { new_sizes: Shape::new(&sizes) }, vec![Term::Class(y)])
+    };
+    let broadcast_dimensions = mapped.iter().map(|(_, n)| *n).collect();
+    Some(Term::Op(Prim::BroadcastInDim { shape: new_sizes.clone(), broadcast_dimensions }, vec![y_term]))
+}
+
+/// `transpose[p](broadcast(y)) → broadcast(transpose'(y))`: the permutation moves only `y`'s axes
+/// (transposed in the small operand when their order changes; no transpose when it does not), the
+/// repeated axes cost nothing wherever they are. Exact (a permutation of copies).
+fn transpose_of_broadcast(ctx: &Ctx, id: Id, node: &Node) -> Option<Term> {
+    let (Prim::Transpose { permutation }, [x]) = op(node, ctx.g)? else { return None };
+    let (y, _, dims) = child_broadcast(ctx.g, *x)?;
+    // Output axis of each operand axis of `y`: where the permutation puts its broadcast axis.
+    let mut placed: Vec<(usize, usize)> = dims
+        .iter()
+        .enumerate()
+        .map(|(i, d)| (permutation.iter().position(|p| p == d).expect("a permutation"), i))
+        .collect();
+    placed.sort_unstable();
+    let order: Vec<usize> = placed.iter().map(|(_, i)| *i).collect();
+    let y_term = if order.iter().enumerate().all(|(k, i)| k == *i) {
+        Term::Class(y)
+    } else {
+        Term::Op(Prim::Transpose { permutation: order }, vec![Term::Class(y)])
+    };
+    let broadcast_dimensions = placed.iter().map(|(o, _)| *o).collect();
+    let shape = ty(ctx.g, id).shape.clone();
+    Some(Term::Op(Prim::BroadcastInDim { shape, broadcast_dimensions }, vec![y_term]))
+}
+
+/// `slice[s2, l2, t2](slice[s1, l1, t1](x)) → slice[s1 + s2·t1, .., t1·t2](x)`: element `k` of
+/// the outer slice is element `s2 + k·t2` of the inner one, which is element `s1 + (s2 + k·t2)·t1`
+/// of `x`. The limit is one past the last element taken (the start itself for an empty axis).
+/// Exact: the same elements of `x`.
+fn slice_slice(ctx: &Ctx, id: Id, node: &Node) -> Option<Term> {
+    let (Prim::Slice { start: s2, strides: t2, .. }, [x]) = op(node, ctx.g)? else { return None };
+    let out = ty(ctx.g, id).shape.dims().to_vec();
+    defs(ctx.g, *x).find_map(|(p, ys)| {
+        let Prim::Slice { start: s1, strides: t1, .. } = p else { return None };
+        let xs = ty(ctx.g, ys[0]).shape.dims();
+        // An empty axis may start past the end of `x` (`s2` at the inner slice's end): clamp it.
+        let start: Vec<usize> = (0..out.len()).map(|d| (s1[d] + s2[d] * t1[d]).min(xs[d])).collect();
+        let strides: Vec<usize> = (0..out.len()).map(|d| t1[d] * t2[d]).collect();
+        let limit = (0..out.len())
+            .map(|d| if out[d] == 0 { start[d] } else { start[d] + (out[d] - 1) * strides[d] + 1 })
+            .collect();
+        Some(Term::Op(Prim::Slice { start, limit, strides }, vec![Term::Class(ys[0])]))
+    })
 }
 
 /// `gather(iota, idx)`: the gathered coordinates are the (clamped) indices, or another iota. In
