@@ -30,8 +30,10 @@ pub struct JitOptions {
     /// The reverse-mode `scan` checkpoint policy applied while tracing (see [`crate::with_checkpoint`]);
     /// `None` uses the policy in effect on the calling thread, which then becomes part of the key.
     pub checkpoint: Option<Checkpoint>,
-    /// Run the equality-saturation simplifier ([`kiln_transform::simplify`]) before the backend.
-    /// Its default rules are IEEE-exact, so results are unchanged bit for bit; on by default.
+    /// Run the equality-saturation simplifier ([`kiln_transform::simplify`]) before the backend, and
+    /// let the backend form multi-output kernels ([`CompileOptions::multi_output`]). Its default
+    /// rules are IEEE-exact, so results are unchanged bit for bit; on by default. Off, the program
+    /// is compiled with the greedy fusion alone (the benches' baseline).
     pub simplify: bool,
 }
 
@@ -60,12 +62,14 @@ impl JitOptions {
 /// Compiles `f` for `opts`: dead equations are dropped first (`grad` leaves the unused forward pass
 /// that computed the loss value; JAX's DCE does the same), then, with `opts.simplify`, the egg
 /// simplifier runs (`opts.fast_math` enables its fast-math rules) and its program is kept if the
-/// backend estimates it no costlier ([`backend_verdict`]), then the backend compiles with
+/// backend estimates it no costlier ([`backend_verdict`]), then the backend compiles (multi-output kernels with `opts.simplify`) with
 /// `opts.threads` (or `KILN_NUM_THREADS`) and `KILN_DUMP` from the environment. With `KILN_DUMP`
 /// set, `<dir>/simplify-<n>.txt` holds the IR before and after and the simplifier's report.
 pub(crate) fn backend_compile(f: &Function, opts: &JitOptions) -> Result<Executable, CompileError> {
     let env = CompileOptions::from_env();
-    let options = CompileOptions { threads: opts.threads.or(env.threads), ..env };
+    // `simplify(false)` is the frozen greedy baseline: one root per kernel, no multi-output kernels.
+    let options =
+        CompileOptions { threads: opts.threads.or(env.threads), multi_output: opts.simplify, ..env };
     let live = kiln_transform::dce(f);
     if opts.simplify {
         let sopts = kiln_transform::SimplifyOptions { fast_math: opts.fast_math, ..Default::default() };

@@ -34,7 +34,7 @@ fn program(n: usize, ys: bool) -> Function {
 }
 
 fn main() {
-    let opts = CompileOptions { threads: Some(1), dump_dir: None, min_task_work: None };
+    let opts = CompileOptions { threads: Some(1), dump_dir: None, min_task_work: None, multi_output: true };
     for ys in [false, true] {
         for n in [1, 64, 4096, 65536] {
             let exe = compile_with(&program(n, ys), &opts).unwrap();

@@ -52,8 +52,9 @@ fn time(reps: usize, mut run: impl FnMut()) -> f64 {
 }
 
 fn main() {
-    let serial = CompileOptions { threads: Some(1), dump_dir: None, min_task_work: None };
-    let split = CompileOptions { threads: Some(2), dump_dir: None, min_task_work: Some(0) };
+    let serial = CompileOptions { threads: Some(1), dump_dir: None, min_task_work: None, multi_output: true };
+    let split =
+        CompileOptions { threads: Some(2), dump_dir: None, min_task_work: Some(0), multi_output: true };
     println!("kernel     elements     units   1 thread µs  2 threads µs  speedup  ns/unit");
     for exp in [false, true] {
         for rows in [16usize, 32, 64, 128, 256, 512, 1024, 2048, 4096] {

@@ -3,10 +3,13 @@
 //! Pipeline ([`compile`]):
 //! 1. [`fusion`](crate::fusion): greedy producer→consumer fusion decides which equations are computed
 //!    inline inside their consumer's kernel, which are kernel roots, and which are runtime steps;
-//! 2. `plan`: steps over buffers, with intermediate buffers placed in one arena by liveness;
-//! 3. `codegen`: one Cranelift function per kernel, a loop nest over the root's output computing each
+//! 2. `grouping`: kernels with the same number of outer rows share one multi-output kernel (one
+//!    step, each member's loop over the step's row range in turn), when
+//!    [`CompileOptions::multi_output`];
+//! 3. `plan`: steps over buffers, with intermediate buffers placed in one arena by liveness;
+//! 4. `codegen`: one Cranelift function per kernel, a loop nest over the root's output computing each
 //!    element through the fused producers' index arithmetic;
-//! 4. `runtime`: [`Executable::run`] walks the steps — kernels (split over rayon threads above a
+//! 5. `runtime`: [`Executable::run`] walks the steps — kernels (split over rayon threads above a
 //!    measured work threshold), gemm, sort, cumulative scans, control flow over compiled
 //!    sub-functions — with an arena pool kept between calls. The interpreter is never used.
 //!
@@ -22,6 +25,7 @@ mod cost;
 mod dump;
 mod error;
 mod fusion;
+mod grouping;
 mod options;
 mod plan;
 mod runtime;

@@ -1,4 +1,5 @@
-//! Compilation options: thread count and the debug dump directory.
+//! Compilation options: thread count, the debug dump directory, the parallel threshold and
+//! multi-output kernels.
 
 use std::path::PathBuf;
 
@@ -10,7 +11,7 @@ use std::path::PathBuf;
 ///
 /// ```
 /// use kiln_backend_cpu::CompileOptions;
-/// let serial = CompileOptions { threads: Some(1), dump_dir: None, min_task_work: None };
+/// let serial = CompileOptions { threads: Some(1), dump_dir: None, min_task_work: None, multi_output: true };
 /// assert_eq!(serial.threads, Some(1));
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -30,6 +31,11 @@ pub struct CompileOptions {
     /// default measured on the development VM (2²⁰ units ≈ 250 µs; see `cost.rs`); a many-core
     /// machine may want ~10× less. `Some(0)` splits every kernel with more than one row.
     pub min_task_work: Option<u64>,
+    /// Group kernels with the same number of outer rows into multi-output kernels (one step, one
+    /// dispatch; see the crate docs). `true` by default; kiln's `jit` turns it off with
+    /// `simplify(false)`, which keeps the greedy one-root-per-kernel fusion as the benches'
+    /// baseline. Results are bitwise the same either way.
+    pub multi_output: bool,
 }
 
 impl CompileOptions {
@@ -38,7 +44,7 @@ impl CompileOptions {
     pub fn from_env() -> CompileOptions {
         let dump_dir = std::env::var_os("KILN_DUMP").filter(|s| !s.is_empty()).map(PathBuf::from);
         let threads = std::env::var("KILN_NUM_THREADS").ok().and_then(|s| s.trim().parse().ok());
-        CompileOptions { threads, dump_dir, min_task_work: None }
+        CompileOptions { threads, dump_dir, min_task_work: None, multi_output: true }
     }
 }
 

@@ -8,6 +8,7 @@ use crate::codegen::Jit;
 use crate::cost::{self, Traffic};
 use crate::dump::{self, PlanText};
 use crate::fusion::{self, Role};
+use crate::grouping::{self, Item};
 use crate::runtime::control::{Control, SubCompiler};
 use crate::runtime::cumulative::CumulativePlan;
 use crate::runtime::indexing::{ScatterPlan, SegmentSumPlan};
@@ -209,7 +210,16 @@ pub fn compile_with(f: &Function, options: &CompileOptions) -> Result<Executable
     let start = Instant::now();
     let threads = Threads::new(options.threads);
     let folder = options.dump_dir.as_ref().map(|d| dump::new_folder(d, f));
-    compile_at(f, &threads, options.min_task_work, folder.as_deref(), start, Codegen::Kernels, true)
+    compile_at(
+        f,
+        &threads,
+        options.min_task_work,
+        options.multi_output,
+        folder.as_deref(),
+        start,
+        Codegen::Kernels,
+        true,
+    )
 }
 
 /// The [`CostReport`] that [`compile`] would give for `f` (verified), without generating code:
@@ -232,7 +242,7 @@ pub fn compile_with(f: &Function, options: &CompileOptions) -> Result<Executable
 /// # Errors
 /// As [`compile`], for the errors found before code generation.
 pub fn estimate(f: &Function) -> Result<crate::CostReport, CompileError> {
-    let exe = compile_at(f, &Threads::Serial, None, None, Instant::now(), Codegen::Skip, true)?;
+    let exe = compile_at(f, &Threads::Serial, None, true, None, Instant::now(), Codegen::Skip, true)?;
     Ok(exe.cost_report())
 }
 
@@ -287,10 +297,12 @@ fn buffer_aliases(f: &Function, roles: &[Role], inline: &[Option<usize>]) -> Vec
 /// [`compile_with`] with the pool resolved and the dump folder chosen (`None`: no dump); control-flow
 /// bodies are compiled through here too, into sub-folders of the dump. `top`: a function the user
 /// calls (which may be given donated buffers), not a control-flow body.
+#[allow(clippy::too_many_arguments)]
 fn compile_at(
     f: &Function,
     threads: &Threads,
     min_task: Option<u64>,
+    multi_output: bool,
     folder: Option<&Path>,
     start: Instant,
     codegen: Codegen,
@@ -313,50 +325,71 @@ fn compile_at(
     // into the caller's buffer.
     let aliases = buffer_aliases(f, &roles, &inline);
     let resolve = |v: &Var| aliases[v.index()].unwrap_or(*v);
-    // 1. Steps, by variable.
+    // 1. Steps, in the order `grouping` plans them (kernels with the same rows may share a step).
+    let aliased = |i: usize| aliases[f.eqns[i].outputs[0].index()].is_some();
+    let items = grouping::schedule(f, &roles, &inline, &aliased, &|v| resolve(&v), multi_output);
     let mut jit = Jit::new_with_dump(folder.is_some())?;
     let mut drafts = Vec::new();
-    for (i, e) in f.eqns.iter().enumerate() {
+    for item in items {
         let step = drafts.len();
-        match roles[i] {
-            Role::Inline => {}
-            Role::Kernel if aliases[e.outputs[0].index()].is_some() => {
-                if let Some(t) = &mut text {
-                    let (o, src) = (e.outputs[0], resolve(&e.outputs[0]));
-                    t.section(&format!(
-                        "(no step) v{}:{} = {} of v{}: shares its buffer",
-                        o.index(),
-                        f.var_type(o),
-                        e.prim.name(),
-                        src.index()
-                    ));
-                }
-            }
-            Role::Kernel => {
+        let i = match item {
+            Item::Kernel(roots) => {
                 let (handle, leaves) = match codegen {
-                    Codegen::Kernels => jit.kernel(f, i, &inline)?,
+                    Codegen::Kernels => jit.kernel(f, &roots, &inline)?,
                     // No code: a handle no step will ever call (the executable is never run).
-                    Codegen::Skip => (usize::MAX, crate::codegen::kernel_leaves(f, i, &inline)),
+                    Codegen::Skip => {
+                        let mut all: Vec<Var> = Vec::new();
+                        for &root in &roots {
+                            for v in crate::codegen::kernel_leaves(f, root, &inline) {
+                                if !all.contains(&v) {
+                                    all.push(v);
+                                }
+                            }
+                        }
+                        (usize::MAX, all)
+                    }
                 };
                 let leaves: Vec<Var> = leaves.iter().map(resolve).collect();
-                let out = f.var_type(e.outputs[0]);
-                // Rows split over threads: the output's outer axis; a segment kernel's data rows.
+                let e = &f.eqns[roots[0]];
+                // Rows split over threads: the outputs' outer axis; a segment kernel's data rows.
                 let rows_of = |t: &TensorType| t.shape.dims().first().map_or(1, |&n| n as i64);
                 let rows = match e.prim {
                     Prim::SegmentSum { .. } => rows_of(f.var_type(e.inputs[0])),
-                    _ => rows_of(out),
+                    _ => rows_of(f.var_type(e.outputs[0])),
                 };
-                let inlined = inlined_eqns(f, i, &inline);
-                let work = cost::kernel_work(f, i, &inlined, leaves.len());
-                let chunks = cost::kernel_chunks(work.units, rows, thread_count, min_task);
-                if let Some(t) = &mut text {
-                    t.kernel(f, step, handle, i, &inlined, &leaves, rows, work.units, chunks);
+                // Work and traffic are each member's own, as if it were a kernel alone.
+                let members: Vec<(usize, Vec<usize>, Vec<Var>, cost::KernelWork)> = roots
+                    .iter()
+                    .map(|&root| {
+                        let inlined = inlined_eqns(f, root, &inline);
+                        let own: Vec<Var> =
+                            crate::codegen::kernel_leaves(f, root, &inline).iter().map(resolve).collect();
+                        let work = cost::kernel_work(f, root, &inlined, own.len());
+                        (root, inlined, own, work)
+                    })
+                    .collect();
+                let units = members.iter().fold(0u64, |a, m| a.saturating_add(m.3.units));
+                let chunks = cost::kernel_chunks(units, rows, thread_count, min_task);
+                let mut traffic = Traffic::default();
+                for (root, inlined, own, work) in &members {
+                    if let Some(t) = &mut text {
+                        if roots.len() > 1 {
+                            t.section(&format!(
+                                "step {step}: a kernel with {} outputs (members below)",
+                                roots.len()
+                            ));
+                        }
+                        t.kernel(f, step, handle, *root, inlined, own, rows, work.units, chunks);
+                    }
+                    let read: usize = own.iter().map(|v| bytes(f.var_type(*v))).sum();
+                    let out = bytes(f.var_type(f.eqns[*root].outputs[0]));
+                    traffic = traffic.add(Traffic { bytes: (read + out) as u64, flops: work.flops });
                 }
-                let read: usize = leaves.iter().map(|v| bytes(f.var_type(*v))).sum();
-                let mut traffic = Traffic { bytes: (read + bytes(out)) as u64, flops: work.flops };
                 let op = match &e.prim {
-                    // Zeroed, then every row's segment read and written (`Op::SegmentKernel`).
+                    // Zeroed, then every row's segment read and written (`Op::SegmentKernel`); never
+                    // grouped.
                     Prim::SegmentSum { .. } => {
+                        let out = f.var_type(e.outputs[0]);
                         let ids = resolve(&e.inputs[1]);
                         let ids = leaves.iter().position(|v| *v == ids).ok_or_else(|| {
                             CompileError::Codegen("segment kernel without its ids leaf (fusion bug)".into())
@@ -369,15 +402,44 @@ fn compile_at(
                 drafts.push(Draft {
                     op,
                     inputs: leaves,
-                    outputs: e.outputs.to_vec(),
+                    outputs: roots.iter().map(|&r| f.eqns[r].outputs[0]).collect(),
                     scratch_bytes: 0,
                     traffic,
                 });
+                continue;
+            }
+            Item::Eqn(i) => i,
+        };
+        let e = &f.eqns[i];
+        match roles[i] {
+            // Never planned as a step of its own.
+            Role::Inline => {}
+            // A reshape or stop_gradient sharing its operand's buffer.
+            Role::Kernel => {
+                if let Some(t) = &mut text {
+                    let (o, src) = (e.outputs[0], resolve(&e.outputs[0]));
+                    t.section(&format!(
+                        "(no step) v{}:{} = {} of v{}: shares its buffer",
+                        o.index(),
+                        f.var_type(o),
+                        e.prim.name(),
+                        src.index()
+                    ));
+                }
             }
             Role::Runtime => {
                 let sub = |g: &Function, label: &str| {
                     let at = folder.map(|d| dump::sub_folder(d, step, e.prim.name(), label));
-                    compile_at(g, threads, min_task, at.as_deref(), Instant::now(), codegen, false)
+                    compile_at(
+                        g,
+                        threads,
+                        min_task,
+                        multi_output,
+                        at.as_deref(),
+                        Instant::now(),
+                        codegen,
+                        false,
+                    )
                 };
                 let (mut op, scratch_bytes, traffic) = runtime_op(f, &e.prim, &e.inputs, &e.outputs, &sub)?;
                 // Runtime routines that split over threads, by the kernels' work threshold.

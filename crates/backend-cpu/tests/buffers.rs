@@ -8,7 +8,7 @@ use kiln_backend_cpu::{CompileOptions, compile_with};
 use kiln_ir::*;
 
 fn opts() -> CompileOptions {
-    CompileOptions { threads: Some(1), dump_dir: None, min_task_work: None }
+    CompileOptions { threads: Some(1), dump_dir: None, min_task_work: None, multi_output: true }
 }
 
 fn f32s(dims: &[usize], seed: u32) -> Array {

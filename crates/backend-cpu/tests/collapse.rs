@@ -71,8 +71,14 @@ fn clif_text(dir: &PathBuf) -> String {
 fn check(f: &Function, args: &[Array]) -> String {
     let want = eval(f, args).expect("interpreter");
     let dir = dump_dir();
-    let one = CompileOptions { threads: Some(1), dump_dir: Some(dir.clone()), min_task_work: None };
-    let split = CompileOptions { threads: Some(2), dump_dir: None, min_task_work: Some(0) };
+    let one = CompileOptions {
+        threads: Some(1),
+        dump_dir: Some(dir.clone()),
+        min_task_work: None,
+        multi_output: true,
+    };
+    let split =
+        CompileOptions { threads: Some(2), dump_dir: None, min_task_work: Some(0), multi_output: true };
     for opts in [one, split] {
         let exe = compile_with(f, &opts).unwrap_or_else(|e| panic!("compile: {e}\n{f}"));
         let got = exe.run(args).expect("run");

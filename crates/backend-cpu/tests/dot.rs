@@ -8,7 +8,7 @@ use kiln_backend_cpu::{CompileOptions, compile_with};
 use kiln_ir::*;
 
 fn opts() -> CompileOptions {
-    CompileOptions { threads: Some(1), dump_dir: None, min_task_work: None }
+    CompileOptions { threads: Some(1), dump_dir: None, min_task_work: None, multi_output: true }
 }
 
 /// `len` small integers in [-4, 4] (exact sums in any order), as `dt`.

@@ -2,15 +2,22 @@
 //! recomputed per read when their consumer reads an element several times; cheap elementwise
 //! producers read by several kernels are recomputed in each, within an evaluation budget.
 
-use kiln_backend_cpu::compile;
+use kiln_backend_cpu::{CompileOptions, compile, compile_with};
 use kiln_ir::{Array, eval, parse};
 
+/// `kernels` counts the fusion's roots (one kernel each, no multi-output grouping); grouped, the
+/// same roots may share kernels, with the same values.
 fn check(src: &str, args: &[Array], kernels: usize) {
     let f = parse(src).unwrap();
-    let exe = compile(&f).unwrap();
+    let one_each = CompileOptions { multi_output: false, ..CompileOptions::default() };
+    let exe = compile_with(&f, &one_each).unwrap();
     assert_eq!(exe.kernel_count(), kernels, "kernel count of\n{f}");
     let want = eval(&f, args).unwrap();
     assert_eq!(exe.run(args).unwrap(), want);
+    let grouped =
+        compile_with(&f, &CompileOptions { multi_output: true, ..CompileOptions::default() }).unwrap();
+    assert!(grouped.kernel_count() <= kernels);
+    assert_eq!(grouped.run(args).unwrap(), want);
 }
 
 fn v(x: &[f32]) -> Array {

@@ -53,7 +53,7 @@ fn allocated_bytes(f: impl FnOnce()) -> usize {
 }
 
 fn opts(threads: usize, min_task_work: Option<u64>) -> CompileOptions {
-    CompileOptions { threads: Some(threads), dump_dir: None, min_task_work }
+    CompileOptions { threads: Some(threads), dump_dir: None, min_task_work, multi_output: true }
 }
 
 fn f32s(dims: &[usize], seed: u32) -> Array {
@@ -282,8 +282,12 @@ fn a_sort_in_a_scan_allocates_nothing_per_step() {
 fn the_dump_holds_the_ir_the_plan_and_the_bodies() {
     let dir = tempfile::tempdir().unwrap();
     let f = big_scan(2, &[4, 8]);
-    let o =
-        CompileOptions { threads: Some(1), dump_dir: Some(dir.path().to_path_buf()), min_task_work: None };
+    let o = CompileOptions {
+        threads: Some(1),
+        dump_dir: Some(dir.path().to_path_buf()),
+        min_task_work: None,
+        multi_output: true,
+    };
     compile_with(&f, &o).unwrap();
     let folders: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().path()).collect();
     assert_eq!(folders.len(), 1, "one folder per compiled function: {folders:?}");
@@ -304,7 +308,12 @@ fn the_dump_holds_the_ir_the_plan_and_the_bodies() {
 fn a_dump_that_cannot_be_written_does_not_fail_compilation() {
     let file = tempfile::NamedTempFile::new().unwrap();
     // A folder inside a regular file cannot be created.
-    let o = CompileOptions { threads: Some(1), dump_dir: Some(file.path().join("sub")), min_task_work: None };
+    let o = CompileOptions {
+        threads: Some(1),
+        dump_dir: Some(file.path().join("sub")),
+        min_task_work: None,
+        multi_output: true,
+    };
     let f = big_scan(1, &[2]);
     let exe = compile_with(&f, &o).expect("compiles despite the dump failing");
     let x = Array::from_vec(&[2], vec![1.0f32, 2.0]);
@@ -609,7 +618,8 @@ fn a_stop_gradient_read_by_several_kernels_shares_its_operands_buffer() {
     let b = binary(&mut f, BinaryOp::Add, s, one);
     f.outputs = vec![a, b];
     let args = [f32s(&[1000], 9)];
-    let exe = compile_with(&f, &opts(1, None)).unwrap();
+    // One kernel per root (grouped, the two would share one multi-output kernel).
+    let exe = compile_with(&f, &CompileOptions { multi_output: false, ..opts(1, None) }).unwrap();
     assert_eq!(exe.cost_report().kernels, 2);
     let got = exe.run(&args).unwrap();
     let xs = args[0].to_vec::<f32>().unwrap();

@@ -138,9 +138,12 @@ fn build(ops: &[(u8, u8, u8, u8)]) -> Function {
                     );
                     push(&mut f, Prim::Reshape { new_sizes: Shape::new(&[N]) }, &[s])
                 } else {
-                    let s = push(&mut f, Prim::Slice { start: vec![1], limit: vec![N], strides: vec![1] }, &[x]);
-                    let s = push(&mut f, Prim::Slice { start: vec![0], limit: vec![2], strides: vec![1] }, &[s]);
-                    let t = push(&mut f, Prim::Slice { start: vec![2], limit: vec![N], strides: vec![1] }, &[x]);
+                    let s =
+                        push(&mut f, Prim::Slice { start: vec![1], limit: vec![N], strides: vec![1] }, &[x]);
+                    let s =
+                        push(&mut f, Prim::Slice { start: vec![0], limit: vec![2], strides: vec![1] }, &[s]);
+                    let t =
+                        push(&mut f, Prim::Slice { start: vec![2], limit: vec![N], strides: vec![1] }, &[x]);
                     push(&mut f, Prim::Concatenate { dimension: 0 }, &[s, t])
                 }
             }

@@ -33,83 +33,100 @@ pub(super) fn mem() -> MemFlagsData {
     MemFlagsData::new().with_notrap()
 }
 
-/// Compiles the kernel rooted at `f.eqns[root]` into `func`; returns its leaves (table order).
+/// One root of a kernel: the function it is read from (the original, or its collapsed copy, see
+/// `collapse`), its inlined producers, how many of that function's outer rows make one row of the
+/// step, and the table slots of its leaves (its own variables) and of its output.
+pub(super) struct Member<'m> {
+    pub(super) f: &'m Function,
+    pub(super) root: usize,
+    pub(super) inline: &'m [Option<usize>],
+    pub(super) row_scale: i64,
+    pub(super) slots: HashMap<Var, usize>,
+    pub(super) out_slot: usize,
+}
+
+/// Compiles a kernel with one or more roots into `func`: for rows `lo..hi`, each member's loop nest
+/// in turn (a multi-output kernel, see `crate::grouping`). A segment kernel is a group of one.
 pub(super) fn build(
     module: &mut JITModule,
     func: &mut ClifFunction,
     fctx: &mut FunctionBuilderContext,
-    f: &Function,
-    root: usize,
-    inline: &[Option<usize>],
-    row_scale: i64,
-) -> R<Vec<Var>> {
-    let mut leaves = Vec::new();
-    collect_leaves(f, &f.eqns[root], inline, &mut leaves);
+    members: &[Member],
+) -> R<()> {
     let mut b = FunctionBuilder::new(func, fctx);
     let entry = b.create_block();
     b.append_block_params_for_function_params(entry);
     b.switch_to_block(entry);
     let table = b.block_params(entry)[0];
-    // The kernel computes outer-axis rows [lo, hi) of its output (the runtime splits rows over threads).
-    let (mut lo, mut hi) = (b.block_params(entry)[1], b.block_params(entry)[2]);
-    if row_scale != 1 {
-        // Collapsed kernel (see `collapse`): rows of the original outer axis, in collapsed rows.
-        lo = b.ins().imul_imm_s(lo, row_scale);
-        hi = b.ins().imul_imm_s(hi, row_scale);
-    }
-    let mut bases = HashMap::new();
-    // Rank-0 leaves are loaded once here, not at every element: Cranelift cannot hoist a load out of
-    // a loop that stores (it cannot prove the store misses it), and the jnp index wrap reads two
-    // rank-0 leaves per gathered element. Reading them before the loop is exact: a rank-0 leaf can
-    // only share memory with a rank-0 output, whose one element is stored after this load anyway.
-    let mut scalars = HashMap::new();
-    for (k, v) in leaves.iter().enumerate() {
-        let p = b.ins().load(types::I64, mem(), table, (k * 8) as i32);
-        bases.insert(*v, p);
-        if f.var_type(*v).rank() == 0 {
-            let x = b.ins().load(clif_type(f.dtype(*v)), mem(), p, 0);
-            scalars.insert(*v, x);
+    // The kernel computes outer-axis rows [lo, hi) of its outputs (the runtime splits rows over threads).
+    let (lo0, hi0) = (b.block_params(entry)[1], b.block_params(entry)[2]);
+    let mut callbacks = HashMap::new();
+    for m in members {
+        let (mut lo, mut hi) = (lo0, hi0);
+        if m.row_scale != 1 {
+            // Collapsed kernel (see `collapse`): rows of the original outer axis, in collapsed rows.
+            lo = b.ins().imul_imm_s(lo, m.row_scale);
+            hi = b.ins().imul_imm_s(hi, m.row_scale);
         }
+        let mut bases = HashMap::new();
+        // Rank-0 leaves are loaded once here, not at every element: Cranelift cannot hoist a load out
+        // of a loop that stores (it cannot prove the store misses it), and the jnp index wrap reads
+        // two rank-0 leaves per gathered element. Reading them before the loop is exact: a rank-0
+        // leaf can only share memory with a rank-0 output, whose one element is stored after this
+        // load anyway (rank-0 outputs are never grouped).
+        let mut scalars = HashMap::new();
+        let mut leaves: Vec<(&Var, &usize)> = m.slots.iter().collect();
+        leaves.sort_by_key(|(_, k)| **k);
+        for (v, &k) in leaves {
+            let p = b.ins().load(types::I64, mem(), table, (k * 8) as i32);
+            bases.insert(*v, p);
+            if m.f.var_type(*v).rank() == 0 {
+                let x = b.ins().load(clif_type(m.f.dtype(*v)), mem(), p, 0);
+                scalars.insert(*v, x);
+            }
+        }
+        let out_base = b.ins().load(types::I64, mem(), table, (m.out_slot * 8) as i32);
+        let mut em = Emitter {
+            b,
+            f: m.f,
+            inline: m.inline,
+            bases,
+            scalars,
+            module: &mut *module,
+            callbacks,
+            vs: super::vector::VState::default(),
+        };
+        let e = &m.f.eqns[m.root];
+        let out_ty = m.f.var_type(e.outputs[0]).clone();
+        let dims = out_ty.shape.dims().to_vec();
+        // A segment kernel's own loop (see `segment_rows`); else the vector path when the static
+        // check allows it (see `vector`), else the scalar loop nest (unrolled for a rank-1 gather,
+        // see `gather_rows`).
+        if let Prim::SegmentSum { .. } = e.prim {
+            let flag = em.b.ins().load(types::I64, mem(), table, ((m.out_slot + 1) * 8) as i32);
+            em.segment_rows(e, out_base, flag, lo, hi)?;
+        } else if out_ty.shape.size() > 0
+            && !super::vector::emit(&mut em, e, out_base, lo, hi)?
+            && !em.gather_rows(e, out_base, lo, hi)?
+        {
+            em.for_each_index_rows(&dims, lo, hi, &mut |s, idx| {
+                let v = s.eqn_value(e, idx)?;
+                let off = s.offset(&dims, idx);
+                s.store(out_ty.dtype, out_base, off, v);
+                Ok(())
+            })?;
+        }
+        b = em.b;
+        callbacks = em.callbacks;
     }
-    let out_base = b.ins().load(types::I64, mem(), table, (leaves.len() * 8) as i32);
-    let mut em = Emitter {
-        b,
-        f,
-        inline,
-        bases,
-        scalars,
-        module,
-        callbacks: HashMap::new(),
-        vs: super::vector::VState::default(),
-    };
-    let e = &f.eqns[root];
-    let out_ty = f.var_type(e.outputs[0]).clone();
-    let dims = out_ty.shape.dims().to_vec();
-    // A segment kernel's own loop (see `segment_rows`); else the vector path when the static check
-    // allows it (see `vector`), else the scalar loop nest (unrolled for a rank-1 gather, see
-    // `gather_rows`).
-    if let Prim::SegmentSum { .. } = e.prim {
-        let flag = em.b.ins().load(types::I64, mem(), table, ((leaves.len() + 1) * 8) as i32);
-        em.segment_rows(e, out_base, flag, lo, hi)?;
-    } else if out_ty.shape.size() > 0
-        && !super::vector::emit(&mut em, e, out_base, lo, hi)?
-        && !em.gather_rows(e, out_base, lo, hi)?
-    {
-        em.for_each_index_rows(&dims, lo, hi, &mut |s, idx| {
-            let v = s.eqn_value(e, idx)?;
-            let off = s.offset(&dims, idx);
-            s.store(out_ty.dtype, out_base, off, v);
-            Ok(())
-        })?;
-    }
-    em.b.ins().return_(&[]);
-    em.b.seal_all_blocks();
-    let cfg = em.module.target_config();
-    em.b.finalize(cfg);
-    Ok(leaves)
+    b.ins().return_(&[]);
+    b.seal_all_blocks();
+    let cfg = module.target_config();
+    b.finalize(cfg);
+    Ok(())
 }
 
-/// The leaves of the kernel rooted at `f.eqns[root]`, in table order (as [`build`] returns them).
+/// The leaves of the kernel rooted at `f.eqns[root]`, in first-use order.
 pub(super) fn leaves(f: &Function, root: usize, inline: &[Option<usize>]) -> Vec<Var> {
     let mut out = Vec::new();
     collect_leaves(f, &f.eqns[root], inline, &mut out);

@@ -62,7 +62,7 @@ impl Drop for Code {
 }
 
 /// The leaves of the kernel rooted at `f.eqns[root]` (`inline[v]`: the equation computing an inlined
-/// `v`), in pointer-table order, as [`Jit::kernel`] returns them — without generating code.
+/// `v`), in first-use order — the same buffers [`Jit::kernel`] gives it, without generating code.
 pub(crate) fn kernel_leaves(f: &Function, root: usize, inline: &[Option<usize>]) -> Vec<Var> {
     kernel::leaves(f, root, inline)
 }
@@ -113,13 +113,14 @@ impl Jit {
         })
     }
 
-    /// Compiles the kernel rooted at equation `root` of `f` (`inline[v]`: the equation computing an
-    /// inlined variable `v`). Returns a handle to resolve after [`Jit::finish`] and the leaves, in
-    /// pointer-table order (the output comes after them).
+    /// Compiles the kernel rooted at equations `roots` of `f` (program order; several roots make a
+    /// multi-output kernel, see `crate::grouping`; `inline[v]`: the equation computing an inlined
+    /// variable `v`). Returns a handle to resolve after [`Jit::finish`] and the leaves, in
+    /// pointer-table order (the outputs come after them, in the roots' order).
     pub(crate) fn kernel(
         &mut self,
         f: &Function,
-        root: usize,
+        roots: &[usize],
         inline: &[Option<usize>],
     ) -> Result<(usize, Vec<Var>), CompileError> {
         let ptr = self.module.target_config().pointer_type();
@@ -128,29 +129,70 @@ impl Jit {
         self.ctx.func.signature.params.push(AbiParam::new(types::I64));
         self.ctx.func.signature.params.push(AbiParam::new(types::I64));
         // Collapsed axes when every access allows (see `collapse`); the leaves are the same buffers.
-        let collapsed = collapse::plan(f, root, inline);
-        let leaves = match &collapsed {
-            Some(c) => {
-                let (m, func, fctx) = (&mut self.module, &mut self.ctx.func, &mut self.fctx);
-                let leaves = kernel::build(m, func, fctx, &c.func, c.root, &c.inline, c.row_scale)?;
-                leaves.iter().map(|v| c.origin[v]).collect()
+        let collapsed: Vec<Option<collapse::Collapsed>> =
+            roots.iter().map(|&root| collapse::plan(f, root, inline)).collect();
+        // Each member's leaves, as its own variables and as the original ones (table order: the
+        // union in first-use order, member by member).
+        let mut table: Vec<Var> = Vec::new();
+        let own: Vec<Vec<(Var, Var)>> = roots
+            .iter()
+            .zip(&collapsed)
+            .map(|(&root, c)| match c {
+                Some(c) => kernel::leaves(&c.func, c.root, &c.inline)
+                    .into_iter()
+                    .map(|v| (v, c.origin[&v]))
+                    .collect(),
+                None => kernel::leaves(f, root, inline).into_iter().map(|v| (v, v)).collect(),
+            })
+            .collect();
+        for (_, v) in own.iter().flatten() {
+            if !table.contains(v) {
+                table.push(*v);
             }
-            None => kernel::build(&mut self.module, &mut self.ctx.func, &mut self.fctx, f, root, inline, 1)?,
-        };
-        // The output's slot, and a segment kernel's flag (see `runtime::Op::SegmentKernel`).
-        let extra = if matches!(f.eqns[root].prim, kiln_ir::Prim::SegmentSum { .. }) { 2 } else { 1 };
-        if leaves.len() + extra > MAX_KERNEL_OPERANDS {
-            return Err(CompileError::unsupported(f.eqns[root].prim.name(), "kernel with over 255 operands"));
         }
+        // The outputs' slots, and a segment kernel's flag (see `runtime::Op::SegmentKernel`).
+        let segment = roots.iter().any(|&r| matches!(f.eqns[r].prim, kiln_ir::Prim::SegmentSum { .. }));
+        let extra = roots.len() + usize::from(segment);
+        if table.len() + extra > MAX_KERNEL_OPERANDS {
+            return Err(CompileError::unsupported(
+                f.eqns[roots[0]].prim.name(),
+                "kernel with over 255 operands",
+            ));
+        }
+        let members: Vec<kernel::Member> = roots
+            .iter()
+            .zip(&collapsed)
+            .zip(&own)
+            .enumerate()
+            .map(|(k, ((&root, c), own))| {
+                let slots = own
+                    .iter()
+                    .map(|(mine, orig)| (*mine, table.iter().position(|t| t == orig).expect("in the table")))
+                    .collect();
+                let out_slot = table.len() + k;
+                match c {
+                    Some(c) => kernel::Member {
+                        f: &c.func,
+                        root: c.root,
+                        inline: &c.inline,
+                        row_scale: c.row_scale,
+                        slots,
+                        out_slot,
+                    },
+                    None => kernel::Member { f, root, inline, row_scale: 1, slots, out_slot },
+                }
+            })
+            .collect();
+        kernel::build(&mut self.module, &mut self.ctx.func, &mut self.fctx, &members)?;
         let name = format!("kernel{}", self.count);
         self.count += 1;
         if self.dump {
-            let note = collapsed.as_ref().map_or(String::new(), |c| collapse::describe(f, root, c));
-            self.clif.push(format!(
-                "; {name}: root {} (equation {root}){note}\n{}",
-                f.eqns[root].prim.name(),
-                self.ctx.func.display()
-            ));
+            let mut notes = String::new();
+            for (&root, c) in roots.iter().zip(&collapsed) {
+                let note = c.as_ref().map_or(String::new(), |c| collapse::describe(f, root, c));
+                notes.push_str(&format!("; root {} (equation {root}){note}\n", f.eqns[root].prim.name()));
+            }
+            self.clif.push(format!("; {name}: {} root(s)\n{notes}{}", roots.len(), self.ctx.func.display()));
         }
         let sig = self.ctx.func.signature.clone();
         let id = self
@@ -170,7 +212,7 @@ impl Jit {
         }
         let handle = self.pending.len();
         self.pending.push((id, handle));
-        Ok((handle, leaves))
+        Ok((handle, table))
     }
 
     /// Links everything; returns the kernels' entry points (by handle), the code's owner, and the

@@ -494,7 +494,7 @@ mod tests {
             inline[e.outputs[0].index()] = Some(k);
         }
         let mut jit = Jit::new_with_dump(true).unwrap();
-        jit.kernel(f, f.eqns.len() - 1, &inline).unwrap();
+        jit.kernel(f, &[f.eqns.len() - 1], &inline).unwrap();
         let (_, _, text) = jit.finish().unwrap();
         assert_eq!(text.len(), 1);
         text.into_iter().next().unwrap()

@@ -1,0 +1,215 @@
+//! Multi-output kernels: after [`fusion`](crate::fusion) has chosen the kernel roots, kernels whose
+//! outputs have the same number of outer rows are grouped into one native function with several
+//! outputs. The group runs as one step: each task takes a range of rows and computes, member after
+//! member, those rows of every output. That is one dispatch (and, for a parallel step, one fork and
+//! join) instead of one per kernel. A member may read an earlier member's output, but only at its
+//! own row: such rows are then written by the same task just before, and still in its cache.
+//!
+//! A kernel joins the latest group it can be moved up to: every buffer it reads must be ready there
+//! (computed before the group, or an earlier member's output read at the same row, see
+//! [`row_local`]). Moving a kernel earlier is safe because nothing between reads its output yet.
+//! Not grouped: segment kernels (their runtime cuts rows by id), rank-0 outputs (one element
+//! that every task would write), and empty outputs.
+
+use crate::codegen::{MAX_KERNEL_OPERANDS, kernel_leaves};
+use crate::fusion::Role;
+use kiln_ir::{Function, Prim, Var};
+
+/// A planned step, in execution order: a single equation (a runtime step, or a reshape sharing its
+/// operand's buffer), or a kernel with one or more roots (program order; outputs in that order).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Item {
+    Eqn(usize),
+    Kernel(Vec<usize>),
+}
+
+/// How far back (in planned steps) a kernel looks for a group to join; keeps planning linear.
+const WINDOW: usize = 32;
+
+/// The most roots in one kernel.
+const MAX_MEMBERS: usize = 16;
+
+/// The planned steps of `f` given the fusion roles: kernels grouped when `multi_output` (else one
+/// kernel per root, program order). `resolve`: the buffer a variable reads (aliases followed);
+/// `aliased[i]`: equation `i` is a kernel root that needs no step (it shares its operand's buffer).
+pub(crate) fn schedule(
+    f: &Function,
+    roles: &[Role],
+    inline: &[Option<usize>],
+    aliased: &dyn Fn(usize) -> bool,
+    resolve: &dyn Fn(Var) -> Var,
+    multi_output: bool,
+) -> Vec<Item> {
+    let mut items: Vec<Item> = Vec::new();
+    // Operands (distinct leaves plus outputs) of each item's kernel, to respect the table limit.
+    let mut operands: Vec<Vec<Var>> = Vec::new();
+    // The planned step computing each variable's buffer (none for parameters and constants).
+    let mut at: Vec<Option<usize>> = vec![None; f.vars.len()];
+    for (i, e) in f.eqns.iter().enumerate() {
+        match roles[i] {
+            Role::Inline => continue,
+            Role::Kernel if !aliased(i) => {}
+            Role::Kernel | Role::Runtime => {
+                for v in &e.outputs {
+                    at[v.index()] = Some(items.len());
+                }
+                items.push(Item::Eqn(i));
+                operands.push(Vec::new());
+                continue;
+            }
+        }
+        let leaves: Vec<Var> = kernel_leaves(f, i, inline).into_iter().map(resolve).collect();
+        let joined = if multi_output && groupable(f, i) {
+            find_group(f, i, inline, &leaves, &items, &operands, &at, resolve)
+        } else {
+            None
+        };
+        let g = joined.unwrap_or_else(|| {
+            items.push(Item::Kernel(Vec::new()));
+            operands.push(Vec::new());
+            items.len() - 1
+        });
+        if let Item::Kernel(roots) = &mut items[g] {
+            roots.push(i);
+        }
+        for v in leaves.iter().chain(&e.outputs) {
+            if !operands[g].contains(v) {
+                operands[g].push(*v);
+            }
+        }
+        for v in &e.outputs {
+            at[v.index()] = Some(g);
+        }
+    }
+    items
+}
+
+/// Whether the kernel rooted at `f.eqns[i]` may share a step with others (see the module doc).
+fn groupable(f: &Function, i: usize) -> bool {
+    let e = &f.eqns[i];
+    let out = f.var_type(e.outputs[0]);
+    !matches!(e.prim, Prim::SegmentSum { .. }) && out.rank() >= 1 && out.shape.size() > 0
+}
+
+/// Outer rows of the kernel rooted at `f.eqns[i]`.
+fn rows(f: &Function, i: usize) -> usize {
+    f.var_type(f.eqns[i].outputs[0]).shape.dims()[0]
+}
+
+/// The group the kernel rooted at `f.eqns[i]` (reading buffers `leaves`) can join, if any.
+#[allow(clippy::too_many_arguments)]
+fn find_group(
+    f: &Function,
+    i: usize,
+    inline: &[Option<usize>],
+    leaves: &[Var],
+    items: &[Item],
+    operands: &[Vec<Var>],
+    at: &[Option<usize>],
+    resolve: &dyn Fn(Var) -> Var,
+) -> Option<usize> {
+    // The latest step whose output this kernel reads: it cannot move above it.
+    let ready = leaves.iter().filter_map(|v| at[v.index()]).max();
+    let outputs = &f.eqns[i].outputs;
+    for g in (items.len().saturating_sub(WINDOW)..items.len()).rev() {
+        if ready.is_some_and(|r| r > g) {
+            return None;
+        }
+        let Item::Kernel(roots) = &items[g] else { continue };
+        if roots.len() >= MAX_MEMBERS || !groupable(f, roots[0]) || rows(f, roots[0]) != rows(f, i) {
+            continue;
+        }
+        let extra = leaves.iter().chain(outputs).filter(|v| !operands[g].contains(v)).count();
+        if operands[g].len() + extra >= MAX_KERNEL_OPERANDS {
+            continue;
+        }
+        // Buffers computed by this group's members must be read at the reader's own row.
+        let from_group: Vec<Var> = leaves.iter().copied().filter(|v| at[v.index()] == Some(g)).collect();
+        if from_group.is_empty() || row_local(f, i, inline, &from_group, resolve) {
+            return Some(g);
+        }
+    }
+    None
+}
+
+/// Whether every read of the buffers `targets` in the kernel rooted at `f.eqns[root]` is at the
+/// root's own outer row: the path from the root down to each such leaf only passes through index
+/// maps that keep the outer coordinate (elementwise ops on equal shapes, broadcasts, reshapes,
+/// slices and transposes that keep axis 0 whole, reductions over other axes).
+fn row_local(
+    f: &Function,
+    root: usize,
+    inline: &[Option<usize>],
+    targets: &[Var],
+    resolve: &dyn Fn(Var) -> Var,
+) -> bool {
+    fn walk(
+        f: &Function,
+        e: &kiln_ir::Eqn,
+        inline: &[Option<usize>],
+        targets: &[Var],
+        resolve: &dyn Fn(Var) -> Var,
+        aligned: bool,
+    ) -> bool {
+        e.inputs.iter().enumerate().all(|(k, &v)| {
+            let keeps = aligned && keeps_row(f, e, k);
+            match inline[v.index()] {
+                Some(p) => walk(f, &f.eqns[p], inline, targets, resolve, keeps),
+                // A leaf sharing a target's buffer through reshapes is at the same row when the
+                // outer sizes agree (row-major order is kept by reshapes).
+                None => {
+                    let t = resolve(v);
+                    !targets.contains(&t)
+                        || (keeps && f.var_type(v).shape.dims().first() == f.var_type(t).shape.dims().first())
+                }
+            }
+        })
+    }
+    walk(f, &f.eqns[root], inline, targets, resolve, true)
+}
+
+/// Whether element `[r, ..]` of `e`'s output reads operand `slot` only in its row `r` (the operand
+/// has the same outer size).
+fn keeps_row(f: &Function, e: &kiln_ir::Eqn, slot: usize) -> bool {
+    let (x, y) = (f.var_type(e.inputs[slot]), f.var_type(e.outputs[0]));
+    let outer = |t: &kiln_ir::TensorType| t.shape.dims().first().copied();
+    if x.rank() == 0 || y.rank() == 0 || outer(x) != outer(y) {
+        return false;
+    }
+    match &e.prim {
+        Prim::Unary(_)
+        | Prim::Binary(_)
+        | Prim::Compare(_)
+        | Prim::Select
+        | Prim::Clamp
+        | Prim::ConvertElementType { .. }
+        | Prim::BitcastConvertType { .. }
+        | Prim::StopGradient => x.shape == y.shape,
+        Prim::BroadcastInDim { broadcast_dimensions, .. } => broadcast_dimensions.first() == Some(&0),
+        Prim::Reshape { .. } => true,
+        Prim::Transpose { permutation } => permutation.first() == Some(&0),
+        Prim::Slice { start, strides, .. } => start[0] == 0 && strides[0] == 1,
+        Prim::Reduce { axes, .. } => !axes.contains(&0),
+        Prim::ArgReduce { axis, .. } => *axis != 0,
+        Prim::Iota { .. }
+        | Prim::Rev { .. }
+        | Prim::DynamicSlice { .. }
+        | Prim::DynamicUpdateSlice
+        | Prim::Concatenate { .. }
+        | Prim::Pad { .. }
+        | Prim::Gather { .. }
+        | Prim::DotGeneral { .. }
+        | Prim::Cumulative { .. }
+        | Prim::Sort { .. }
+        | Prim::Scatter { .. }
+        | Prim::SegmentSum { .. }
+        | Prim::Threefry2x32
+        | Prim::CustomJvpCall { .. }
+        | Prim::CustomVjpCall { .. }
+        | Prim::Scan { .. }
+        | Prim::WhileLoop { .. }
+        | Prim::Cond { .. }
+        | Prim::Call { .. }
+        | Prim::Checkpoint { .. } => false,
+    }
+}

@@ -1,0 +1,131 @@
+//! Multi-output kernels (`grouping`): kernels with the same outer rows share one step when every
+//! read of an earlier member's output is at the reader's own row; results stay bitwise those of
+//! one kernel per root for every thread count, including reads that must keep kernels apart (a reversed
+//! or transposed read of another member's rows, which a row-split group would race on).
+
+use kiln_backend_cpu::{CompileOptions, compile_with};
+use kiln_ir::{Array, Function, eval, parse};
+
+fn opts(threads: usize, multi_output: bool) -> CompileOptions {
+    // `min_task_work: Some(0)` splits every kernel with more than one row over the threads.
+    CompileOptions { threads: Some(threads), dump_dir: None, min_task_work: Some(0), multi_output }
+}
+
+fn f32s(dims: &[usize], seed: u32) -> Array {
+    let n: usize = dims.iter().product();
+    let v =
+        (0..n as u32).map(|i| ((i.wrapping_mul(2654435761) ^ seed) % 1000) as f32 / 100.0 - 5.0).collect();
+    Array::from_vec(dims, v)
+}
+
+/// Compiles `src` grouped and not; returns (kernels one root each, kernels grouped) after checking
+/// that every compilation, over 1–4 threads, gives bitwise the results of the ungrouped serial one,
+/// and that those equal the interpreter's (to a few ulps: the JIT's transcendentals are its own).
+fn kernels(src: &str, args: &[Array]) -> (usize, usize) {
+    let f: Function = parse(src).unwrap_or_else(|e| panic!("{e}\n{src}"));
+    let want = compile_with(&f, &opts(1, false)).unwrap().run(args).unwrap();
+    for (w, r) in want.iter().zip(eval(&f, args).unwrap()) {
+        let (w, r) = (w.to_vec::<f32>().unwrap(), r.to_vec::<f32>().unwrap());
+        for (a, b) in w.iter().zip(&r) {
+            assert!((a - b).abs() <= 1e-6 * b.abs().max(1.0), "{a} vs interpreter {b}\n{f}");
+        }
+    }
+    let mut counts = (0, 0);
+    for threads in 1..=4 {
+        for grouped in [false, true] {
+            let exe = compile_with(&f, &opts(threads, grouped)).unwrap();
+            let got = exe.run(args).unwrap();
+            for (w, g) in want.iter().zip(&got) {
+                assert!(w.bitwise_eq(g), "threads {threads}, grouped {grouped}:\n{w:?}\n{g:?}\n{f}");
+            }
+            let n = exe.kernel_count();
+            if grouped { counts.1 = n } else { counts.0 = n }
+        }
+    }
+    counts
+}
+
+#[test]
+fn independent_kernels_with_the_same_rows_share_one() {
+    // Two outputs of different widths over the same 64 rows, each its own root: one step.
+    let src = "{ lambda x:f32[64,3] y:f32[64,5] . let
+        a:f32[64,3] = tanh x
+        b:f32[64,5] = mul y y
+        c:f32[64] = reduce_sum[axes=(1,)] y
+      in (a, b, c) }";
+    assert_eq!(kernels(src, &[f32s(&[64, 3], 1), f32s(&[64, 5], 2)]), (3, 1));
+}
+
+#[test]
+fn a_member_reads_an_earlier_members_output_at_its_own_row() {
+    // `a` is an output, so it is materialized; `b` reads it elementwise, `c` through a row
+    // broadcast and `d` through a reduction of each row: all at their own row, one kernel.
+    let src = "{ lambda x:f32[50,4] y:f32[50,4] . let
+        a:f32[50,4] = exp x
+        b:f32[50,4] = mul a y
+        s:f32[50] = reduce_max[axes=(1,)] a
+        t:f32[50,4] = broadcast_in_dim[shape=(50,4) broadcast_dimensions=(0,)] s
+        c:f32[50,4] = sub y t
+      in (a, b, c) }";
+    assert_eq!(kernels(src, &[f32s(&[50, 4], 3), f32s(&[50, 4], 4)]), (4, 1));
+}
+
+#[test]
+fn reads_of_other_rows_keep_kernels_apart() {
+    // `b` reads `a` reversed along the rows and `c` reads it transposed: a task computing rows
+    // lo..hi of `b` would read rows that another task writes. Neither joins `a`'s kernel, and
+    // both still share one of their own (they read `a` only, ready before them).
+    let src = "{ lambda x:f32[40,40] . let
+        a:f32[40,40] = exp x
+        r:f32[40,40] = rev[dimensions=(0,)] a
+        b:f32[40,40] = add r x
+        t:f32[40,40] = transpose[permutation=(1,0)] a
+        c:f32[40,40] = mul t x
+      in (a, b, c) }";
+    assert_eq!(kernels(src, &[f32s(&[40, 40], 5)]), (3, 2));
+    // A broadcast that spreads one row of `a` over every row of `d`.
+    let src = "{ lambda x:f32[30] y:f32[30,30] . let
+        a:f32[30] = exp x
+        b:f32[30,30] = broadcast_in_dim[shape=(30,30) broadcast_dimensions=(1,)] a
+        d:f32[30,30] = add b y
+      in (a, d) }";
+    assert_eq!(kernels(src, &[f32s(&[30], 6), f32s(&[30, 30], 7)]), (2, 2));
+}
+
+#[test]
+fn different_rows_and_scalars_are_not_grouped() {
+    let src = "{ lambda x:f32[16,2] y:f32[8,4] . let
+        a:f32[16,2] = tanh x
+        b:f32[8,4] = tanh y
+        c:f32[] = reduce_sum[axes=(0,1)] x
+        d:f32[] = reduce_max[axes=(0,1)] y
+      in (a, b, c, d) }";
+    assert_eq!(kernels(src, &[f32s(&[16, 2], 8), f32s(&[8, 4], 9)]), (4, 4));
+}
+
+#[test]
+fn a_kernel_moves_up_past_a_runtime_step_it_does_not_read() {
+    // `c` does not read the cumulative sum, so it joins `a`'s kernel above it; `d` reads it and
+    // stays below.
+    let src = "{ lambda x:f32[32,8] . let
+        a:f32[32,8] = exp x
+        s:f32[32,8] = cumsum[axis=0 reverse=false] a
+        c:f32[32,8] = mul x x
+        d:f32[32,8] = add s x
+        e:f32[32,8] = tanh x
+      in (s, c, d, a, e) }";
+    assert_eq!(kernels(src, &[f32s(&[32, 8], 10)]), (4, 2));
+}
+
+#[test]
+fn the_plan_dump_names_multi_output_kernels() {
+    let dir = tempfile::tempdir().unwrap();
+    let src =
+        "{ lambda x:f32[64,3] y:f32[64,5] . let a:f32[64,3] = tanh x  b:f32[64,5] = mul y y in (a, b) }";
+    let f = parse(src).unwrap();
+    let o = CompileOptions { dump_dir: Some(dir.path().to_path_buf()), ..opts(1, true) };
+    compile_with(&f, &o).unwrap();
+    let sub = std::fs::read_dir(dir.path()).unwrap().next().unwrap().unwrap().path();
+    let plan = std::fs::read_to_string(sub.join("plan.txt")).unwrap();
+    assert!(plan.contains("a kernel with 2 outputs"), "{plan}");
+}
