@@ -1,4 +1,5 @@
-//! The egg simplifier against the frozen greedy baseline on the workload suite (issue 6): per case,
+//! The egg simplifier and multi-output kernels against the frozen greedy baseline (one kernel per
+//! root, `.simplify(false)`) on the workload suite (issue 6): per case,
 //! the simplifier's own time on the traced program (regions, stop reasons, rules fired with counts,
 //! cost before/after), then the program compiled with `.simplify(true)` and `.simplify(false)`:
 //! compile time, kernels and bytes moved per call (`cost_report()`), and the best run time of a few

@@ -45,3 +45,20 @@ fn fast_math_reaches_the_simplifier() {
     let fast = jit(f).fast_math(true).call(&x).unwrap().to_vec::<f32>();
     assert_eq!(fast, vec![1.0, f32::INFINITY, 2.0, 3.0]); // x*0 → 0 under fast math
 }
+
+#[test]
+fn simplify_on_forms_multi_output_kernels_with_the_same_bits() {
+    // Three outputs over the same 64 rows, each its own kernel root: one multi-output kernel with
+    // the simplifier on, three kernels with it off (the greedy baseline), the same bits.
+    let f = |x: Tensor| (x.tanh(), &x * &x + 1.0, x.sum(1));
+    let x = Tensor::from_vec(&[64, 3], (0..192).map(|i| (i as f32 - 96.0) / 17.0).collect());
+    let (on, off) = (jit(f), jit(f).simplify(false));
+    let kernels = |j: &kiln::Jit<_, Tensor, (Tensor, Tensor, Tensor)>| {
+        j.compiled(&x).unwrap().executable().cost_report().kernels
+    };
+    assert_eq!((kernels(&on), kernels(&off)), (1, 3));
+    let (a, b) = (on.call(&x).unwrap(), off.call(&x).unwrap());
+    assert_eq!(bits(&a.0), bits(&b.0));
+    assert_eq!(bits(&a.1), bits(&b.1));
+    assert_eq!(bits(&a.2), bits(&b.2));
+}

@@ -69,7 +69,7 @@ pub(crate) fn backend_compile(f: &Function, opts: &JitOptions) -> Result<Executa
     let env = CompileOptions::from_env();
     // `simplify(false)` is the frozen greedy baseline: one root per kernel, no multi-output kernels.
     let options =
-        CompileOptions { threads: opts.threads.or(env.threads), multi_output: opts.simplify, ..env };
+        CompileOptions { threads: opts.threads.or(env.threads), multi_output: opts.simplify && env.multi_output, ..env };
     let live = kiln_transform::dce(f);
     if opts.simplify {
         let sopts = kiln_transform::SimplifyOptions { fast_math: opts.fast_math, ..Default::default() };

@@ -40,11 +40,13 @@ pub struct CompileOptions {
 
 impl CompileOptions {
     /// Options from the environment: `dump_dir` from `KILN_DUMP` (unset or empty: no dump),
-    /// `threads` from `KILN_NUM_THREADS` (unset, empty or not a number: `None`).
+    /// `threads` from `KILN_NUM_THREADS` (unset, empty or not a number: `None`), `multi_output`
+    /// off when `KILN_MULTI_OUTPUT` is `0` (for side-by-side runs), else on.
     pub fn from_env() -> CompileOptions {
         let dump_dir = std::env::var_os("KILN_DUMP").filter(|s| !s.is_empty()).map(PathBuf::from);
         let threads = std::env::var("KILN_NUM_THREADS").ok().and_then(|s| s.trim().parse().ok());
-        CompileOptions { threads, dump_dir, min_task_work: None, multi_output: true }
+        let multi_output = std::env::var("KILN_MULTI_OUTPUT").map_or(true, |s| s.trim() != "0");
+        CompileOptions { threads, dump_dir, min_task_work: None, multi_output }
     }
 }
 
