@@ -68,8 +68,11 @@ impl JitOptions {
 pub(crate) fn backend_compile(f: &Function, opts: &JitOptions) -> Result<Executable, CompileError> {
     let env = CompileOptions::from_env();
     // `simplify(false)` is the frozen greedy baseline: one root per kernel, no multi-output kernels.
-    let options =
-        CompileOptions { threads: opts.threads.or(env.threads), multi_output: opts.simplify && env.multi_output, ..env };
+    let options = CompileOptions {
+        threads: opts.threads.or(env.threads),
+        multi_output: opts.simplify && env.multi_output,
+        ..env
+    };
     let live = kiln_transform::dce(f);
     if opts.simplify {
         let sopts = kiln_transform::SimplifyOptions { fast_math: opts.fast_math, ..Default::default() };

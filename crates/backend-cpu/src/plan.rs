@@ -371,14 +371,13 @@ fn compile_at(
                 let units = members.iter().fold(0u64, |a, m| a.saturating_add(m.3.units));
                 let chunks = cost::kernel_chunks(units, rows, thread_count, min_task);
                 let mut traffic = Traffic::default();
+                if let Some(t) = &mut text
+                    && roots.len() > 1
+                {
+                    t.section(&format!("step {step}: a kernel with {} outputs (members below)", roots.len()));
+                }
                 for (root, inlined, own, work) in &members {
                     if let Some(t) = &mut text {
-                        if roots.len() > 1 {
-                            t.section(&format!(
-                                "step {step}: a kernel with {} outputs (members below)",
-                                roots.len()
-                            ));
-                        }
                         t.kernel(f, step, handle, *root, inlined, own, rows, work.units, chunks);
                     }
                     let read: usize = own.iter().map(|v| bytes(f.var_type(*v))).sum();
@@ -394,7 +393,7 @@ fn compile_at(
                         let ids = leaves.iter().position(|v| *v == ids).ok_or_else(|| {
                             CompileError::Codegen("segment kernel without its ids leaf (fusion bug)".into())
                         })?;
-                        traffic.bytes += (bytes(out) + 2 * rows as usize * out.dtype.size_bytes()) as u64;
+                        traffic.bytes += (bytes(out) + 2 * bytes(f.var_type(e.inputs[0]))) as u64;
                         Op::SegmentKernel { kernel: handle, rows, chunks, ids, out_bytes: bytes(out) }
                     }
                     _ => Op::Kernel { kernel: handle, rows, chunks },

@@ -553,6 +553,78 @@ fn fused_segment_sum_fn(n: usize, segments: usize) -> Function {
     f
 }
 
+/// `segment_sum(x[a] - x[b], ids)` with `x: dt[nodes, ..row]`, `a`, `b`, `ids: i32[edges]`: the
+/// mass-spring / GNN shape, a vector message per edge gathered from both ends.
+fn vector_message_fn(dt: DType, nodes: usize, edges: usize, row: &[usize], segments: usize) -> Function {
+    let mut f = Function::new();
+    let table: Vec<usize> = [nodes].iter().chain(row).copied().collect();
+    let x = f.add_param(TensorType::new(dt, Shape::new(&table)));
+    let a = f.add_param(TensorType::new(DType::I32, Shape::new(&[edges])));
+    let b = f.add_param(TensorType::new(DType::I32, Shape::new(&[edges])));
+    let ids = f.add_param(TensorType::new(DType::I32, Shape::new(&[edges])));
+    let gather = Prim::Gather { axis: 0, batch_dims: 0, mode: kiln_ir::IndexMode::Clip };
+    let xa = f.push(gather.clone(), &[x, a], None).unwrap()[0];
+    let xb = f.push(gather, &[x, b], None).unwrap()[0];
+    let m = binary(&mut f, BinaryOp::Sub, xa, xb);
+    f.outputs = f.push(Prim::SegmentSum { num_segments: segments }, &[m, ids], None).unwrap().to_vec();
+    f
+}
+
+#[test]
+fn vector_valued_segment_rows_are_one_kernel_bitwise_equal_to_the_interpreter() {
+    // Rows of 2, 3 and 2×2 elements (and 17, past `SEGMENT_ROW_MAX`: the runtime routine), sorted,
+    // unsorted and out-of-range ids, NaN/inf in the table, f32 and f64, 1–4 threads.
+    let (nodes, edges, segments) = (60usize, 700usize, 50usize);
+    let mut sorted: Vec<i32> = (0..edges as i32).map(|k| k * 50 / edges as i32).collect();
+    sorted[0] = -1;
+    sorted[edges - 1] = 50;
+    let unsorted: Vec<i32> = sorted.iter().rev().copied().collect();
+    let a: Vec<i32> = (0..edges as i32).map(|k| (k * 31) % 70 - 5).collect();
+    let b: Vec<i32> = (0..edges as i32).map(|k| (k * 17 + 3) % nodes as i32).collect();
+    for (row, kernel) in [(vec![2], true), (vec![3], true), (vec![2, 2], true), (vec![17], false)] {
+        for dt in [DType::F32, DType::F64] {
+            let n: usize = nodes * row.iter().product::<usize>();
+            let mut v: Vec<f64> = (0..n).map(|i| ((i * 37) % 101) as f64 / 25.0 - 2.0).collect();
+            v[7] = f64::NAN;
+            v[20] = f64::INFINITY;
+            let dims: Vec<usize> = [nodes].iter().chain(&row).copied().collect();
+            let table = match dt {
+                DType::F32 => Array::from_vec(&dims, v.iter().map(|&x| x as f32).collect::<Vec<_>>()),
+                _ => Array::from_vec(&dims, v),
+            };
+            let f = vector_message_fn(dt, nodes, edges, &row, segments);
+            for ids in [&sorted, &unsorted] {
+                let args = [
+                    table.clone(),
+                    Array::from_vec(&[edges], a.clone()),
+                    Array::from_vec(&[edges], b.clone()),
+                    Array::from_vec(&[edges], ids.clone()),
+                ];
+                let want = eval(&f, &args).unwrap();
+                for (threads, min) in [(1, None), (2, Some(0)), (4, Some(0))] {
+                    let exe = compile_with(&f, &opts(threads, min)).unwrap();
+                    let r = exe.cost_report();
+                    let steps = if kernel { (1, 0) } else { (1, 1) };
+                    assert_eq!((r.kernels, r.runtime_steps), steps, "rows {row:?}");
+                    let got = exe.run(&args).unwrap();
+                    assert!(got[0].bitwise_eq(&want[0]), "{dt:?}, rows {row:?}, {threads} threads");
+                }
+            }
+        }
+    }
+    // By hand: rows [1, 10] - [0, 0] and [2, 20] - [0, 0] into segment 1, [3, 30] into segment 0.
+    let f = vector_message_fn(DType::F32, 4, 3, &[2], 2);
+    let x = Array::from_vec(&[4, 2], vec![0.0f32, 0., 1., 10., 2., 20., 3., 30.]);
+    let i = |v: Vec<i32>| Array::from_vec(&[3], v);
+    let got = compile_with(&f, &opts(1, None)).unwrap().run(&[
+        x,
+        i(vec![1, 2, 3]),
+        i(vec![0; 3]),
+        i(vec![1, 1, 0]),
+    ]);
+    assert_eq!(got.unwrap()[0], Array::from_vec(&[2, 2], vec![3.0f32, 30., 3., 30.]));
+}
+
 #[test]
 fn segment_kernels_by_hand() {
     // A fused `x + 0` over [1..8]: ids [0,0,1,1,1,3,3,5 (dropped)] into 4 segments give

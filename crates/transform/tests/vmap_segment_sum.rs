@@ -39,9 +39,12 @@ fn segment_sum_of_lead_batched_data_stays_lead_batched_with_hand_sums() {
         vec![ty(DType::F32, &[2, 3])]
     );
     assert!(!prims(&b).contains(&"transpose"), "batched IR moves the batch: {:?}", prims(&b));
-    // The ids stay 1-D (no per-lane copy of the indices).
-    let scatter = b.eqns.iter().find(|e| matches!(e.prim, Prim::Scatter { .. })).expect("one scatter_add");
-    assert_eq!(b.var_type(scatter.inputs[1]).clone(), ty(DType::I32, &[5]));
+    // One segment_sum over both lanes' rows into 2·3 segments (lane b's ids shifted by 3b), which
+    // the backend runs as one message-passing kernel; no scatter.
+    assert!(!prims(&b).contains(&"scatter_add"), "{:?}", prims(&b));
+    let seg = b.eqns.iter().find(|e| matches!(e.prim, Prim::SegmentSum { .. })).expect("one segment_sum");
+    assert_eq!(seg.prim, Prim::SegmentSum { num_segments: 6 });
+    assert_eq!(b.var_type(seg.inputs[1]).clone(), ty(DType::I32, &[10]));
 
     let data: Vec<f32> = vec![1.0, 2.0, 3.0, 4.0, 5.0, 10.0, 20.0, 30.0, 40.0, 50.0];
     let ids = Array::from_vec(&[5], vec![0i32, 2, 2, -1, 3]);
@@ -127,4 +130,49 @@ fn a_batched_gather_segment_sum_chain_has_no_transpose_and_matches_the_loop() {
         let hand = 1.0 - (-lam).exp() + u[lane * n].ln();
         assert!((want[0] - hand).abs() < 1e-6, "lane {lane}: {} vs {hand}", want[0]);
     }
+}
+
+#[test]
+fn segment_sum_with_per_lane_ids_equals_each_lane_bitwise() {
+    // Both data and ids batched, i32 and u32 ids; ids past the segments (3, 7, u32 huge) are dropped
+    // in their own lane, never landing in the next lane's segments.
+    for dt in [DType::I32, DType::U32] {
+        let f = trace_function(&[ty(DType::F32, &[4, 2]), ty(dt, &[4])], |xs| {
+            vec![lax::segment_sum(&xs[0], &xs[1], 3)]
+        });
+        let (b, _) = batch_function(&f, &[true, true], 3, &[]);
+        assert!(!prims(&b).contains(&"scatter_add"), "{:?}", prims(&b));
+        let data: Vec<f32> = (0..24).map(|i| i as f32 * 1.5 - 7.0).collect();
+        let raw: Vec<i64> = vec![0, 2, 3, 2, 1, 1, 7, 0, 2, 0, 0, -1];
+        let ids = match dt {
+            DType::I32 => Array::from_vec(&[3, 4], raw.iter().map(|&x| x as i32).collect::<Vec<_>>()),
+            _ => Array::from_vec(&[3, 4], raw.iter().map(|&x| x as u32).collect::<Vec<_>>()),
+        };
+        let got = eval(&b, &[Array::from_vec(&[3, 4, 2], data.clone()), ids.clone()]).expect("evaluates");
+        for k in 0..3 {
+            let lane_ids = match dt {
+                DType::I32 => {
+                    Array::from_vec(&[4], ids.to_vec::<i32>().unwrap()[k * 4..(k + 1) * 4].to_vec())
+                }
+                _ => Array::from_vec(&[4], ids.to_vec::<u32>().unwrap()[k * 4..(k + 1) * 4].to_vec()),
+            };
+            let lane_data = Array::from_vec(&[4, 2], data[k * 8..(k + 1) * 8].to_vec());
+            let lane = eval(&f, &[lane_data, lane_ids]).expect("evaluates");
+            let want: Vec<u32> = f32s(&lane[0]).iter().map(|x| x.to_bits()).collect();
+            let have: Vec<u32> = f32s(&got[0])[k * 6..(k + 1) * 6].iter().map(|x| x.to_bits()).collect();
+            assert_eq!(have, want, "{dt:?} lane {k}");
+        }
+    }
+}
+
+#[test]
+fn segment_sum_whose_lane_segments_overflow_the_ids_stays_a_scatter() {
+    // 2 lanes × 1.5·10⁹ segments do not fit i32 ids: the batched scatter_add is kept (IR only).
+    let s = 1_500_000_000;
+    let f = trace_function(&[ty(DType::F32, &[4]), ty(DType::I32, &[4])], |xs| {
+        vec![lax::segment_sum(&xs[0], &xs[1], s)]
+    });
+    let (b, _) = batch_function(&f, &[true, false], 2, &[]);
+    assert!(prims(&b).contains(&"scatter_add"), "{:?}", prims(&b));
+    assert_eq!(b.var_type(b.outputs[0]).clone(), ty(DType::F32, &[2, s]));
 }

@@ -328,9 +328,10 @@ impl<'a, 'b> Emitter<'a, 'b> {
     }
 
     /// The loop of a kernel rooted at a `segment_sum` (see `fusion::segment_kernel`): for data rows
-    /// `r` in `[lo, hi)`, in order, the row's value (its producers fused in) is added to
-    /// `out[ids[r]]` as `out + value` — the runtime routine's sequential sum, so bitwise the same;
-    /// ids outside `0..num_segments` are dropped. The caller zeroes `out` first.
+    /// `r` in `[lo, hi)`, in order, the row's values `data[r, ..]` (its producers fused in) are
+    /// added to `out[ids[r], ..]` as `out + value` — per element the runtime routine's sequential
+    /// sum, so bitwise the same; ids outside `0..num_segments` are dropped. The caller zeroes `out`
+    /// first.
     ///
     /// Parallel ranges (`runtime::Op::SegmentKernel`) start where the id changes; the range
     /// `[lo, hi)` owns the segments from `ids[lo]` up to `ids[hi]` (unbounded below when `lo == 0`
@@ -345,7 +346,11 @@ impl<'a, 'b> Emitter<'a, 'b> {
             return Err(CompileError::Codegen(format!("{} is not a segment_sum", e.prim.name())));
         };
         let (data, ids) = (e.inputs[0], e.inputs[1]);
-        let n = f.var_type(data).shape.size() as i64;
+        let dims = f.var_type(data).shape.dims().to_vec();
+        // Rows of `width` elements (`data[r, ..]`, row-major), added to `out[id, ..]`.
+        let n = dims[0] as i64;
+        let inner = &dims[1..];
+        let row_len: usize = inner.iter().product();
         let dt = f.dtype(data);
         // The owned segments `[owned_lo, owned_lo + width)`, within `0..num_segments`; the bounds
         // are read at in-bounds rows only (`lo`, `hi` may equal `n`).
@@ -371,13 +376,24 @@ impl<'a, 'b> Emitter<'a, 'b> {
         let stray = self.b.create_block();
         // Unrolled like `gather_rows`: a group's ids and values (the gathered reads) are computed
         // before its adds, so their cache misses overlap; the adds stay in row order.
-        self.for_groups(lo, hi, GATHER_UNROLL, &mut |s, i, n| {
+        let unroll = (GATHER_UNROLL / row_len as i64).max(1);
+        self.for_groups(lo, hi, unroll, &mut |s, i, n| {
             let mut rows = Vec::with_capacity(n as usize);
             for k in 0..n {
                 let r = s.b.ins().iadd_imm_s(i, k);
-                rows.push((s.index_at(ids, &[r])?, s.value(data, &[r])?));
+                let mut values = Vec::with_capacity(row_len);
+                for j in 0..row_len {
+                    let mut idx = vec![r];
+                    let mut rest = j;
+                    for d in (0..inner.len()).rev() {
+                        idx.insert(1, s.iconst((rest % inner[d]) as i64));
+                        rest /= inner[d];
+                    }
+                    values.push(s.value(data, &idx)?);
+                }
+                rows.push((s.index_at(ids, &[r])?, values));
             }
-            for (id, v) in rows {
+            for (id, values) in rows {
                 let owned_lo = s.b.ins().stack_load(types::I64, types::I64, slot, 0);
                 let width = s.b.ins().stack_load(types::I64, types::I64, slot, 8);
                 let (add, other, next) = (s.b.create_block(), s.b.create_block(), s.b.create_block());
@@ -386,9 +402,13 @@ impl<'a, 'b> Emitter<'a, 'b> {
                 let owned = s.b.ins().icmp(IntCC::UnsignedLessThan, rel, width);
                 s.b.ins().brif(owned, add, &[], other, &[]);
                 s.b.switch_to_block(add);
-                let old = s.load(dt, out_base, id);
-                let sum = scalar::binary(s, kiln_ir::BinaryOp::Add, dt, old, v)?;
-                s.store(dt, out_base, id, sum);
+                let first = s.b.ins().imul_imm_s(id, row_len as i64);
+                for (j, v) in values.into_iter().enumerate() {
+                    let at = s.b.ins().iadd_imm_s(first, j as i64);
+                    let old = s.load(dt, out_base, at);
+                    let sum = scalar::binary(s, kiln_ir::BinaryOp::Add, dt, old, v)?;
+                    s.store(dt, out_base, at, sum);
+                }
                 s.b.ins().jump(next, &[]);
                 // Not owned: another range's segment, or an id outside `0..num_segments` (negative
                 // ids wrap to large unsigned ones), which is dropped.
