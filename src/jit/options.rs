@@ -60,7 +60,8 @@ impl JitOptions {
 }
 
 /// Compiles `f` for `opts`: dead equations are dropped first (`grad` leaves the unused forward pass
-/// that computed the loss value; JAX's DCE does the same), then, with `opts.simplify`, the egg
+/// that computed the loss value; JAX's DCE does the same), then, with `opts.simplify`, loop-invariant
+/// equations move out of scans where the backend estimates it pays ([`hoist_verdict`]) and the egg
 /// simplifier runs (`opts.fast_math` enables its fast-math rules) and its program is kept if the
 /// backend estimates it no costlier ([`backend_verdict`]), then the backend compiles (multi-output kernels with `opts.simplify`) with
 /// `opts.threads` (or `KILN_NUM_THREADS`) and `KILN_DUMP` from the environment. With `KILN_DUMP`
@@ -73,11 +74,19 @@ pub(crate) fn backend_compile(f: &Function, opts: &JitOptions) -> Result<Executa
         multi_output: opts.simplify && env.multi_output,
         ..env
     };
-    let live = kiln_transform::dce(f);
+    let mut live = kiln_transform::dce(f);
     if opts.simplify {
+        // Loop-invariant work out of scans first, scan by scan where the backend estimates the
+        // hoisted loop cheaper (`hoist_verdict`).
+        let (hoisted, hoist) = kiln_transform::hoist_scan_invariants(&live, &hoist_verdict);
+        live = hoisted;
         let sopts = kiln_transform::SimplifyOptions { fast_math: opts.fast_math, ..Default::default() };
         let (simplified, report) = kiln_transform::simplify(&live, &sopts);
-        let (keep, verdict) = backend_verdict(&live, &simplified);
+        let (keep, mut verdict) = backend_verdict(&live, &simplified);
+        verdict.push_str(&format!(
+            "\nloop-invariant code motion (before the simplifier): {} equations out of {} scans ({} scans refused)",
+            hoist.hoisted, hoist.scans, hoist.refused
+        ));
         if let Some(dir) = &options.dump_dir {
             dump_simplify(dir, &live, &simplified, &report, &verdict);
         }
@@ -108,6 +117,17 @@ fn backend_verdict(live: &Function, simplified: &Function) -> (bool, String) {
         }
         (Ok(_), Err(e)) => (false, format!("input kept: the simplified program does not plan ({e})")),
         (Err(e), _) => (true, format!("simplified program kept: the input does not plan ({e})")),
+    }
+}
+
+/// Whether a scan's loop-invariant equations move out of it ([`kiln_transform::hoist_scan_invariants`]):
+/// when the backend estimates the hoisted form (the scan alone, before and after) to move fewer
+/// bytes per call, or as many and fewer flops. A hoisted value is read from memory at every step;
+/// recomputed, it may have been free (fused into its consumer).
+fn hoist_verdict(before: &Function, after: &Function) -> bool {
+    match (kiln_backend_cpu::estimate(before), kiln_backend_cpu::estimate(after)) {
+        (Ok(a), Ok(b)) => (b.bytes_moved, b.flops) < (a.bytes_moved, a.flops),
+        _ => false,
     }
 }
 

@@ -19,9 +19,11 @@
 pub mod ad;
 pub mod batching;
 mod dce;
+mod licm;
 mod replay;
 pub mod simplify;
 
 pub use dce::dce;
+pub use licm::{HoistReport, hoist_scan_invariants};
 pub use replay::{replay, trace_function};
 pub use simplify::{RegionReport, SimplifyOptions, SimplifyReport, StopReason, simplify};
