@@ -31,9 +31,12 @@ pub struct JitOptions {
     /// `None` uses the policy in effect on the calling thread, which then becomes part of the key.
     pub checkpoint: Option<Checkpoint>,
     /// Run the equality-saturation simplifier ([`kiln_transform::simplify`]) before the backend, and
-    /// let the backend form multi-output kernels ([`CompileOptions::multi_output`]). Its default
-    /// rules are IEEE-exact, so results are unchanged bit for bit; on by default. Off, the program
-    /// is compiled with the greedy fusion alone (the benches' baseline).
+    /// let the backend form multi-output kernels ([`CompileOptions::multi_output`]), after moving
+    /// loop-invariant work out of scans ([`kiln_transform::hoist_scan_invariants`]). Its default
+    /// rules are IEEE-exact, so the program's values are unchanged (bit for bit in the reference
+    /// interpreter; compiled float sums may round differently where a reduction becomes a kernel of
+    /// its own, within the backend's documented bound); on by default. Off, the program is compiled
+    /// with the greedy fusion alone (the benches' baseline).
     pub simplify: bool,
 }
 

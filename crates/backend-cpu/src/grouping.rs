@@ -41,7 +41,8 @@ pub(crate) fn schedule(
     multi_output: bool,
 ) -> Vec<Item> {
     let mut items: Vec<Item> = Vec::new();
-    // Operands (distinct leaves plus outputs) of each item's kernel, to respect the table limit.
+    // The distinct leaves (as the kernels name them, before aliases are resolved: the pointer
+    // table's entries) of each item's kernel, to respect the table limit with its outputs.
     let mut operands: Vec<Vec<Var>> = Vec::new();
     // The planned step computing each variable's buffer (none for parameters and constants).
     let mut at: Vec<Option<usize>> = vec![None; f.vars.len()];
@@ -58,9 +59,10 @@ pub(crate) fn schedule(
                 continue;
             }
         }
-        let leaves: Vec<Var> = kernel_leaves(f, i, inline).into_iter().map(resolve).collect();
+        let own = kernel_leaves(f, i, inline);
+        let leaves: Vec<Var> = own.iter().copied().map(resolve).collect();
         let joined = if multi_output && groupable(f, i) {
-            find_group(f, i, inline, &leaves, &items, &operands, &at, resolve)
+            find_group(f, i, inline, &own, &leaves, &items, &operands, &at, resolve)
         } else {
             None
         };
@@ -72,7 +74,7 @@ pub(crate) fn schedule(
         if let Item::Kernel(roots) = &mut items[g] {
             roots.push(i);
         }
-        for v in leaves.iter().chain(&e.outputs) {
+        for v in &own {
             if !operands[g].contains(v) {
                 operands[g].push(*v);
             }
@@ -96,12 +98,14 @@ fn rows(f: &Function, i: usize) -> usize {
     f.var_type(f.eqns[i].outputs[0]).shape.dims()[0]
 }
 
-/// The group the kernel rooted at `f.eqns[i]` (reading buffers `leaves`) can join, if any.
+/// The group the kernel rooted at `f.eqns[i]` (leaves `own`, reading buffers `leaves`) can join,
+/// if any.
 #[allow(clippy::too_many_arguments)]
 fn find_group(
     f: &Function,
     i: usize,
     inline: &[Option<usize>],
+    own: &[Var],
     leaves: &[Var],
     items: &[Item],
     operands: &[Vec<Var>],
@@ -110,7 +114,6 @@ fn find_group(
 ) -> Option<usize> {
     // The latest step whose output this kernel reads: it cannot move above it.
     let ready = leaves.iter().filter_map(|v| at[v.index()]).max();
-    let outputs = &f.eqns[i].outputs;
     for g in (items.len().saturating_sub(WINDOW)..items.len()).rev() {
         if ready.is_some_and(|r| r > g) {
             return None;
@@ -119,8 +122,9 @@ fn find_group(
         if roots.len() >= MAX_MEMBERS || !groupable(f, roots[0]) || rows(f, roots[0]) != rows(f, i) {
             continue;
         }
-        let extra = leaves.iter().chain(outputs).filter(|v| !operands[g].contains(v)).count();
-        if operands[g].len() + extra >= MAX_KERNEL_OPERANDS {
+        // The table: distinct leaves, then one slot per root's output (`codegen::Jit::kernel`).
+        let extra = own.iter().filter(|v| !operands[g].contains(v)).count();
+        if operands[g].len() + extra + roots.len() + 1 > MAX_KERNEL_OPERANDS {
             continue;
         }
         // Buffers computed by this group's members must be read at the reader's own row.

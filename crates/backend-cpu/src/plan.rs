@@ -242,7 +242,9 @@ pub fn compile_with(f: &Function, options: &CompileOptions) -> Result<Executable
 /// # Errors
 /// As [`compile`], for the errors found before code generation.
 pub fn estimate(f: &Function) -> Result<crate::CostReport, CompileError> {
-    let exe = compile_at(f, &Threads::Serial, None, true, None, Instant::now(), Codegen::Skip, true)?;
+    // Grouped as `compile` would group (`KILN_MULTI_OUTPUT`).
+    let multi_output = CompileOptions::from_env().multi_output;
+    let exe = compile_at(f, &Threads::Serial, None, multi_output, None, Instant::now(), Codegen::Skip, true)?;
     Ok(exe.cost_report())
 }
 

@@ -10,7 +10,9 @@
 //! step). Control flow is never hoisted. Whether a scan's hoisting pays is the caller's call
 //! (`accept`, given the scan alone before and after; kiln's `jit` asks the backend's estimate):
 //! a hoisted value is read from memory at every step where it may have been cheap to recompute.
-//! The values are unchanged bit for bit (every primitive is pure).
+//! The program's values are unchanged (every primitive is pure): bit for bit in the reference
+//! interpreter. A backend may round float sums differently once a hoisted reduction becomes a
+//! kernel of its own (kiln's vector path reassociates innermost sums within its documented bound).
 
 use kiln_ir::{Function, Prim, Var};
 
@@ -58,6 +60,7 @@ pub fn hoist_scan_invariants(
     (g, report)
 }
 
+/// [`hoist_scan_invariants`] on `f`, its sub-functions first (inner loops before outer ones).
 fn hoist(f: &Function, accept: &dyn Fn(&Function, &Function) -> bool, report: &mut HoistReport) -> Function {
     let mut g = Function::new();
     let mut map: Vec<Option<Var>> = vec![None; f.vars.len()];

@@ -283,9 +283,11 @@ impl Executable {
                     }
                     let kernel = self.kernels[*kernel];
                     let table = &table;
-                    // SAFETY: the kernel reads its leaves and writes rows lo..hi of its output within
-                    // their types' sizes (indices clamped at compile time), through this table; row
-                    // ranges are disjoint, so parallel calls write disjoint memory.
+                    // SAFETY: the kernel reads its leaves and writes rows lo..hi of each of its outputs
+                    // within their types' sizes (indices clamped at compile time), through this table;
+                    // row ranges are disjoint, so parallel calls write disjoint memory. A member of a
+                    // multi-output kernel reads an earlier member's output only at rows lo..hi, which
+                    // this same call wrote before (`grouping::row_local`).
                     let rows_of = |lo: i64, hi: i64| unsafe { kernel(table.as_ptr(), lo, hi) };
                     self.threads.for_rows(*rows, *chunks, &rows_of);
                 }
