@@ -129,3 +129,26 @@ fn the_plan_dump_names_multi_output_kernels() {
     let plan = std::fs::read_to_string(sub.join("plan.txt")).unwrap();
     assert!(plan.contains("a kernel with 2 outputs"), "{plan}");
 }
+
+#[test]
+fn groups_stay_within_the_kernel_operand_limit() {
+    // 16 outputs, each the sum of its own 20 parameters: grouped whole, the table would need
+    // 16·20 + 16 slots (> 255), so the groups split and every kernel compiles.
+    use kiln_ir::{BinaryOp, DType, Prim, TensorType};
+    let mut f = Function::new();
+    let params: Vec<_> = (0..320).map(|_| f.add_param(TensorType::new(DType::F32, [8]))).collect();
+    for chunk in params.chunks(20) {
+        let mut acc = chunk[0];
+        for &p in &chunk[1..] {
+            acc = f.push(Prim::Binary(BinaryOp::Add), &[acc, p], None).unwrap()[0];
+        }
+        f.outputs.push(acc);
+    }
+    let args: Vec<Array> = (0..320).map(|k| f32s(&[8], k)).collect();
+    let want = eval(&f, &args).unwrap();
+    for grouped in [false, true] {
+        let exe = compile_with(&f, &opts(2, grouped)).unwrap();
+        assert_eq!(exe.kernel_count(), if grouped { 2 } else { 16 });
+        assert_eq!(exe.run(&args).unwrap(), want);
+    }
+}
