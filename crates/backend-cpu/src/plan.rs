@@ -339,17 +339,7 @@ fn compile_at(
                 let (handle, leaves) = match codegen {
                     Codegen::Kernels => jit.kernel(f, &roots, &inline)?,
                     // No code: a handle no step will ever call (the executable is never run).
-                    Codegen::Skip => {
-                        let mut all: Vec<Var> = Vec::new();
-                        for &root in &roots {
-                            for v in crate::codegen::kernel_leaves(f, root, &inline) {
-                                if !all.contains(&v) {
-                                    all.push(v);
-                                }
-                            }
-                        }
-                        (usize::MAX, all)
-                    }
+                    Codegen::Skip => (usize::MAX, crate::codegen::kernel_table(f, &roots, &inline)),
                 };
                 let leaves: Vec<Var> = leaves.iter().map(resolve).collect();
                 let e = &f.eqns[roots[0]];

@@ -67,6 +67,20 @@ pub(crate) fn kernel_leaves(f: &Function, root: usize, inline: &[Option<usize>])
     kernel::leaves(f, root, inline)
 }
 
+/// The leaves in the pointer table of the kernel with roots `roots` (see [`Jit::kernel`]): each
+/// root's leaves in first-use order, the first occurrence of each buffer, roots in order.
+pub(crate) fn kernel_table(f: &Function, roots: &[usize], inline: &[Option<usize>]) -> Vec<Var> {
+    let mut table: Vec<Var> = Vec::new();
+    for &root in roots {
+        for v in kernel::leaves(f, root, inline) {
+            if !table.contains(&v) {
+                table.push(v);
+            }
+        }
+    }
+    table
+}
+
 /// Compiles kernels into one JIT module.
 pub(crate) struct Jit {
     module: JITModule,
@@ -133,7 +147,7 @@ impl Jit {
             roots.iter().map(|&root| collapse::plan(f, root, inline)).collect();
         // Each member's leaves, as its own variables and as the original ones (table order: the
         // union in first-use order, member by member).
-        let mut table: Vec<Var> = Vec::new();
+        let mut table = kernel_table(f, roots, inline);
         let own: Vec<Vec<(Var, Var)>> = roots
             .iter()
             .zip(&collapsed)
@@ -145,6 +159,7 @@ impl Jit {
                 None => kernel::leaves(f, root, inline).into_iter().map(|v| (v, v)).collect(),
             })
             .collect();
+        // Collapsing keeps the same buffers; should it ever name another one, it gets a slot too.
         for (_, v) in own.iter().flatten() {
             if !table.contains(v) {
                 table.push(*v);
