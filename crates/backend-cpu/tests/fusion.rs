@@ -313,3 +313,75 @@ fn a_cheap_op_over_costly_single_use_producers_is_not_recomputed() {
       in (s, t) }";
     check(src, &[v(&[4.0, -1.0, 0.0]), v(&[0.5, 3.0, -0.0])], 3);
 }
+
+#[test]
+fn small_trailing_axes_unroll_and_pick_concatenate_operands_statically() {
+    // W4's state update: computed columns stacked into `[R, 4]` (a nested concatenate). The scalar
+    // loop nest unrolls the 4-wide axis, so each element's operand is known when the code is
+    // built: the kernel's only branch is its row loop. `w` reads a 16-element reduction in two of
+    // its 4 elements (64 copies, the cap): unrolled too. `z`'s 8 elements × 16 are over the cap,
+    // so its reduction is a loop again, and `v`'s 17-wide rows are over the unroll limit. Values
+    // equal the interpreter's bitwise, rows split over 1–4 threads.
+    let src = "{ lambda x:f32[37,4] y:f32[37,4,16] k:f32[37,13] m:f32[37,8,16] . let
+        x0:f32[37,1] = slice[start=(0, 0) limit=(37, 1) strides=(1, 1)] x
+        x1:f32[37,1] = slice[start=(0, 1) limit=(37, 2) strides=(1, 1)] x
+        x2:f32[37,1] = slice[start=(0, 2) limit=(37, 3) strides=(1, 1)] x
+        x3:f32[37,1] = slice[start=(0, 3) limit=(37, 4) strides=(1, 1)] x
+        a:f32[37,1] = mul x1 x2
+        b:f32[37,1] = sub x0 a
+        c:f32[37,1] = add x3 x1
+        d:f32[37,2] = concatenate[dimension=1] c x0
+        s:f32[37,4] = concatenate[dimension=1] b x2 d
+        p:f32[37,4] = reduce_sum[axes=(2,)] y
+        pa:f32[37,2] = slice[start=(0, 0) limit=(37, 2) strides=(1, 1)] p
+        xb:f32[37,2] = slice[start=(0, 2) limit=(37, 4) strides=(1, 1)] x
+        w:f32[37,4] = concatenate[dimension=1] pa xb
+        zr:f32[37,8] = reduce_sum[axes=(2,)] m
+        za:f32[37,4] = slice[start=(0, 0) limit=(37, 4) strides=(1, 1)] zr
+        z:f32[37,8] = concatenate[dimension=1] za x
+        v:f32[37,17] = concatenate[dimension=1] k x
+      in (s, w, z, v) }";
+    let f = parse(src).unwrap();
+    let fill = |dims: &[usize], seed: u32| {
+        let n: usize = dims.iter().product();
+        let v = (0..n as u32).map(|i| ((i.wrapping_mul(2654435761) ^ seed) % 1000) as f32 / 64.0 - 7.0);
+        Array::from_vec(dims, v.collect())
+    };
+    let args = [fill(&[37, 4], 1), fill(&[37, 4, 16], 2), fill(&[37, 13], 3), fill(&[37, 8, 16], 4)];
+    let want = eval(&f, &args).unwrap();
+    // Row 0 of `s` by hand from x[0] = (x0, x1, x2, x3): (x0 − x1·x2, x2, x3 + x1, x0).
+    let x = args[0].to_vec::<f32>().unwrap();
+    let s0 = [x[0] - x[1] * x[2], x[2], x[3] + x[1], x[0]];
+    assert_eq!(&want[0].to_vec::<f32>().unwrap()[..4], &s0);
+    let dir = std::env::temp_dir().join(format!("kiln-unroll-{}", std::process::id()));
+    for threads in 1..=4 {
+        let opts = CompileOptions {
+            threads: Some(threads),
+            min_task_work: Some(0),
+            dump_dir: (threads == 1).then(|| dir.clone()),
+            multi_output: false,
+        };
+        let got = compile_with(&f, &opts).unwrap().run(&args).unwrap();
+        for (g, w) in got.iter().zip(&want) {
+            assert!(g.bitwise_eq(w), "threads {threads}:\n{g:?}\n{w:?}");
+        }
+    }
+    // Branches per kernel, by the equation of its root (the dump names it).
+    let clifs: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .flat_map(|d| std::fs::read_dir(d.unwrap().path()).unwrap())
+        .map(|p| p.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "clif"))
+        .map(|p| std::fs::read_to_string(p).unwrap())
+        .collect();
+    std::fs::remove_dir_all(&dir).unwrap();
+    let branches = |eqn: usize| {
+        let tag = format!("root concatenate (equation {eqn})");
+        let c = clifs.iter().find(|c| c.contains(&tag)).unwrap_or_else(|| panic!("no kernel with {tag}"));
+        c.matches("brif").count()
+    };
+    assert_eq!(branches(8), 1, "s: the row loop only");
+    assert_eq!(branches(12), 1, "w: the row loop only");
+    assert!(branches(15) > 1, "z: its reductions loop");
+    assert!(branches(16) > 1, "v: 17-wide rows loop");
+}

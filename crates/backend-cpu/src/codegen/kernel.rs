@@ -4,8 +4,8 @@
 use super::{pairwise, scalar};
 use crate::CompileError;
 use cranelift_codegen::ir::{
-    AbiParam, FuncRef, Function as ClifFunction, InstBuilder, MemFlagsData, StackSlotData, StackSlotKind,
-    Type, Value, condcodes::IntCC, types,
+    AbiParam, FuncRef, Function as ClifFunction, InstBuilder, InstructionData, MemFlagsData, Opcode,
+    StackSlotData, StackSlotKind, Type, Value, ValueDef, condcodes::IntCC, types,
 };
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
 use cranelift_jit::JITModule;
@@ -17,6 +17,11 @@ pub(super) type R<T> = Result<T, CompileError>;
 
 /// Elements per iteration of a rank-1 gather kernel's unrolled loop ([`Emitter::gather_rows`]).
 const GATHER_UNROLL: i64 = 4;
+
+/// Trailing axes of a scalar loop nest holding at most this many elements are unrolled.
+const SMALL_AXES_UNROLL: usize = 16;
+/// At most this many copies of one body from nested unrolled nests (compile time stays linear).
+const UNROLLED_COPIES_MAX: usize = 64;
 
 /// The Cranelift type holding a dtype's elements (bool is one byte, 0 or 1).
 pub(super) fn clif_type(dt: DType) -> Type {
@@ -95,6 +100,7 @@ pub(super) fn build(
             module: &mut *module,
             callbacks,
             vs: super::vector::VState::default(),
+            unrolled: 1,
         };
         let e = &m.f.eqns[m.root];
         let out_ty = m.f.var_type(e.outputs[0]).clone();
@@ -109,7 +115,7 @@ pub(super) fn build(
             && !super::vector::emit(&mut em, e, out_base, lo, hi)?
             && !em.gather_rows(e, out_base, lo, hi)?
         {
-            em.for_each_index_rows(&dims, lo, hi, &mut |s, idx| {
+            em.for_each_index_rows_unrolled(&dims, lo, hi, &mut |s, idx| {
                 let v = s.eqn_value(e, idx)?;
                 let off = s.offset(&dims, idx);
                 s.store(out_ty.dtype, out_base, off, v);
@@ -156,6 +162,8 @@ pub(super) struct Emitter<'a, 'b> {
     pub(super) callbacks: HashMap<&'static str, FuncRef>,
     /// State of the vector walk (see [`super::vector`]); unused by the scalar path.
     pub(super) vs: super::vector::VState,
+    /// Copies of the body being emitted made by enclosing unrolled nests (1 outside them).
+    pub(super) unrolled: usize,
 }
 
 pub(super) type Body<'x, 'a, 'b> = dyn FnMut(&mut Emitter<'a, 'b>, &[Value]) -> R<()> + 'x;
@@ -204,10 +212,18 @@ impl<'a, 'b> Emitter<'a, 'b> {
         self.for_step_by(lo, n, 1, body)
     }
 
-    /// Row-major nested loops over `dims`, calling `body` with the multi-index.
+    /// Row-major nested loops over `dims`, calling `body` with the multi-index; `body` is emitted
+    /// once (the vector walk numbers its transcendental occurrences in emission order).
     pub(super) fn for_each_index(&mut self, dims: &[usize], body: &mut Body<'_, 'a, 'b>) -> R<()> {
         let mut prefix = Vec::with_capacity(dims.len());
-        self.nest(dims, &mut prefix, body)
+        self.nest(dims, &mut prefix, false, body)
+    }
+
+    /// Like [`Emitter::for_each_index`] for the scalar path: trailing axes holding at most
+    /// [`SMALL_AXES_UNROLL`] elements are unrolled with constant indices, `body` emitted per element.
+    fn for_each_index_unrolled(&mut self, dims: &[usize], body: &mut Body<'_, 'a, 'b>) -> R<()> {
+        let mut prefix = Vec::with_capacity(dims.len());
+        self.nest(dims, &mut prefix, true, body)
     }
 
     /// Like [`Emitter::for_each_index`], with the outermost axis restricted to `[lo, hi)` (a rank-0
@@ -219,26 +235,74 @@ impl<'a, 'b> Emitter<'a, 'b> {
         hi: Value,
         body: &mut Body<'_, 'a, 'b>,
     ) -> R<()> {
+        self.rows_nest(dims, lo, hi, false, body)
+    }
+
+    /// [`Emitter::for_each_index_rows`] with the inner axes unrolled as in
+    /// [`Emitter::for_each_index_unrolled`] (the scalar root loop).
+    fn for_each_index_rows_unrolled(
+        &mut self,
+        dims: &[usize],
+        lo: Value,
+        hi: Value,
+        body: &mut Body<'_, 'a, 'b>,
+    ) -> R<()> {
+        self.rows_nest(dims, lo, hi, true, body)
+    }
+
+    fn rows_nest(&mut self, dims: &[usize], lo: Value, hi: Value, unroll: bool, body: &mut Body<'_, 'a, 'b>) -> R<()> {
         if dims.is_empty() {
             return body(self, &[]);
         }
         let mut prefix = Vec::with_capacity(dims.len());
         self.for_range_from(lo, hi, &mut |s, i| {
             prefix.push(i);
-            let r = s.nest(dims, &mut prefix, body);
+            let r = s.nest(dims, &mut prefix, unroll, body);
             prefix.pop();
             r
         })
     }
 
-    fn nest(&mut self, dims: &[usize], prefix: &mut Vec<Value>, body: &mut Body<'_, 'a, 'b>) -> R<()> {
+    fn nest(&mut self, dims: &[usize], prefix: &mut Vec<Value>, unroll: bool, body: &mut Body<'_, 'a, 'b>) -> R<()> {
         if prefix.len() == dims.len() {
             return body(self, prefix);
+        }
+        // Small trailing axes are unrolled with constant indices: a `concatenate` or `stack` along
+        // them then picks its operand statically (see `concatenate`) instead of branching at every
+        // element, and short loops lose their overhead (W4's `[B, 4]` state update: 10 → 2 µs/step).
+        // Copies multiply when unrolled nests nest (a small reduction inside an unrolled element),
+        // so their product is capped too.
+        let k = prefix.len();
+        let copies = dims[k..].iter().product::<usize>();
+        if unroll && copies <= SMALL_AXES_UNROLL && self.unrolled * copies <= UNROLLED_COPIES_MAX {
+            // An empty axis emits no copy: the loop it replaces would run zero times.
+            let factor = copies.max(1);
+            self.unrolled *= factor;
+            let mut r = Ok(());
+            for flat in 0..copies {
+                let mut rest = flat;
+                let mut tail = vec![0usize; dims.len() - k];
+                for d in (0..tail.len()).rev() {
+                    tail[d] = rest % dims[k + d];
+                    rest /= dims[k + d];
+                }
+                for &i in &tail {
+                    let c = self.iconst(i as i64);
+                    prefix.push(c);
+                }
+                r = body(self, prefix);
+                prefix.truncate(k);
+                if r.is_err() {
+                    break;
+                }
+            }
+            self.unrolled /= factor;
+            return r;
         }
         let n = self.iconst(dims[prefix.len()] as i64);
         self.for_range(n, &mut |s, i| {
             prefix.push(i);
-            let r = s.nest(dims, prefix, body);
+            let r = s.nest(dims, prefix, unroll, body);
             prefix.pop();
             r
         })
@@ -246,6 +310,19 @@ impl<'a, 'b> Emitter<'a, 'b> {
 
     pub(super) fn iconst(&mut self, x: i64) -> Value {
         self.b.ins().iconst(types::I64, x)
+    }
+
+    /// The value of an i64 index known at compile time: an `iconst` (an unrolled small axis, a
+    /// broadcast's zero, a concatenate operand's rebased constant).
+    pub(super) fn known(&self, v: Value) -> Option<i64> {
+        let dfg = &self.b.func.dfg;
+        let ValueDef::Result(inst, 0) = dfg.value_def(v) else { return None };
+        match dfg.insts[inst] {
+            InstructionData::UnaryImm { opcode: Opcode::Iconst, imm } if dfg.value_type(v) == types::I64 => {
+                Some(imm.bits())
+            }
+            _ => None,
+        }
     }
 
     /// Row-major flat offset of `idx` in an array of shape `dims`.
@@ -621,7 +698,7 @@ impl<'a, 'b> Emitter<'a, 'b> {
                 let total: usize = red_dims.iter().product();
                 if !(pairwise::blocked(*op, dt(0)) && total as i64 > pairwise::BLOCK) {
                     // Exact in any order, or short: the interpreter's left fold.
-                    self.for_each_index(&red_dims, &mut |s, ridx| {
+                    self.for_each_index_unrolled(&red_dims, &mut |s, ridx| {
                         let v = s.value(x, &full(ridx))?;
                         let a = s.b.use_var(acc);
                         let c = scalar::reduce_combine(s, *op, dt(0), a, v);
@@ -717,7 +794,7 @@ impl<'a, 'b> Emitter<'a, 'b> {
         let init = scalar::reduce_identity(self, kiln_ir::ReduceOp::Sum, out_dt);
         self.b.def_var(acc, init);
         let c_dims: Vec<usize> = lc.iter().map(|&d| lt.shape[d]).collect();
-        self.for_each_index(&c_dims, &mut |s, cidx| {
+        self.for_each_index_unrolled(&c_dims, &mut |s, cidx| {
             let (mut li, mut ri) = (li.clone(), ri.clone());
             for (p, (&a, &b)) in lc.iter().zip(rc).enumerate() {
                 (li[a], ri[b]) = (cidx[p], cidx[p]);
@@ -783,6 +860,11 @@ impl<'a, 'b> Emitter<'a, 'b> {
         let Some((&(last_v, last_off, last_n), init)) = parts.split_last() else {
             return Err(CompileError::Codegen("concatenate of empty operands reached a kernel".into()));
         };
+        // A constant index (an unrolled small axis) names its operand at compile time.
+        if let Some(k) = self.known(idx[dim]) {
+            let &(v, off, n) = parts.iter().find(|&&(_, off, n)| k < (off + n) as i64).unwrap_or(&(last_v, last_off, last_n));
+            return self.concatenate_part(v, dim, off, n, idx);
+        }
         let var = self.b.declare_var(clif_type(f.dtype(e.outputs[0])));
         let merge = self.b.create_block();
         for &(v, off, n) in init {
@@ -806,8 +888,13 @@ impl<'a, 'b> Emitter<'a, 'b> {
     /// (clamped into the operand, so a stray index never reads out of bounds).
     fn concatenate_part(&mut self, v: Var, dim: usize, off: usize, n: usize, idx: &[Value]) -> R<Value> {
         let mut j = idx.to_vec();
-        let rel = self.b.ins().iadd_imm_s(idx[dim], -(off as i64));
-        j[dim] = self.clamp(rel, 0, n as i64 - 1);
+        j[dim] = match self.known(idx[dim]) {
+            Some(k) => self.iconst((k - off as i64).clamp(0, n as i64 - 1)),
+            None => {
+                let rel = self.b.ins().iadd_imm_s(idx[dim], -(off as i64));
+                self.clamp(rel, 0, n as i64 - 1)
+            }
+        };
         self.value(v, &j)
     }
 

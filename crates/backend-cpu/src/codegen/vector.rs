@@ -231,6 +231,15 @@ impl<'a, 'b> Emitter<'a, 'b> {
     ) -> R<()> {
         let step = (unroll * self.vs.lanes) as i64;
         if seg.1 - seg.0 < step {
+            // A short segment at static bounds (one piece of a `stack` along the last axis) is
+            // unrolled with constant indices, so its concatenate picks the operand statically.
+            if let (Some(a), Some(b)) = (self.known(start), self.known(end)) {
+                for j in a..b {
+                    let j = self.iconst(j);
+                    tail(self, j)?;
+                }
+                return Ok(());
+            }
             return self.for_range_from(start, end, &mut |s, j| tail(s, j));
         }
         self.vs.seg = seg;
