@@ -408,7 +408,13 @@ fn duplicable(f: &Function, e: &kiln_ir::Eqn) -> bool {
         Prim::Slice { strides, .. } => strides.last().is_none_or(|&s| s == 1),
         Prim::Reshape { .. } => {
             let last = |v: kiln_ir::Var| f.var_type(v).shape.dims().last().copied();
+            let non_unit = |v: kiln_ir::Var| -> Vec<usize> {
+                f.var_type(v).shape.dims().iter().copied().filter(|&n| n != 1).collect()
+            };
+            // Or one dropping unit axes only (`[B, 1] → [B]`, a column `x[:, k:k+1]` read as a
+            // vector): the same elements in the same order, the consumer's lanes on a real axis.
             last(e.inputs[0]) == last(e.outputs[0])
+                || last(e.outputs[0]) != Some(1) && non_unit(e.inputs[0]) == non_unit(e.outputs[0])
         }
         Prim::Compare(_) => mask,
         Prim::Unary(U::Not | U::IsFinite) | Prim::Binary(B::And | B::Or | B::Xor) => mask,

@@ -385,3 +385,24 @@ fn small_trailing_axes_unroll_and_pick_concatenate_operands_statically() {
     assert!(branches(15) > 1, "z: its reductions loop");
     assert!(branches(16) > 1, "v: 17-wide rows loop");
 }
+
+#[test]
+fn a_column_read_as_a_vector_by_two_kernels_is_recomputed_in_each() {
+    // W4's state columns: `x[:, 2:3]` reshaped `[64, 1] → [64]` and read by two kernels. The
+    // reshape only drops a unit axis, so each kernel reads the column itself: 2 kernels, not 3.
+    // Reshapes adding a trailing unit axis are not recomputed: `[64] → [64, 1]` consumers would
+    // lose the vector path.
+    let src = "{ lambda x:f32[64,4] y:f32[64] . let
+        c:f32[64,1] = slice[start=(0, 2) limit=(64, 3) strides=(1, 1)] x
+        v:f32[64] = reshape[new_sizes=(64,)] c
+        a:f32[64] = mul v v
+        b:f32[64] = add v y
+      in (a, b) }";
+    let x = Array::from_vec(&[64, 4], (0..256).map(|i| i as f32 * 0.25 - 9.0).collect());
+    let y = Array::from_vec(&[64], (0..64).map(|i| 3.0 - i as f32).collect());
+    check(src, &[x.clone(), y.clone()], 2);
+    // Hand check of row 5: x[5, 2] = (5·4 + 2)·0.25 − 9 = −3.5.
+    let out = compile(&parse(src).unwrap()).unwrap().run(&[x, y]).unwrap();
+    assert_eq!(out[0].to_vec::<f32>().unwrap()[5], 12.25);
+    assert_eq!(out[1].to_vec::<f32>().unwrap()[5], -5.5);
+}
