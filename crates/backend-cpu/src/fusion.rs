@@ -62,13 +62,23 @@ pub(crate) const SMALL_DOT_CONTRACTION: usize = 16;
 /// quarter of the 8 ms step (`perf`), more than the 784×512×256 gemm that precedes it per flop.
 pub(crate) const SMALL_DOT_MAX_MACS: usize = 1 << 18;
 
+/// The most multiply-adds of a matrix-vector `dot_general` that is a kernel root whatever its
+/// contracting size: gemm's call and packing cost more than the whole product, and a
+/// matrix-vector product has no operand reuse for gemm's blocking to win back. W4's backward scan step accumulates
+/// `[64]·[64,4] → [4]` (256 multiply-adds); as a gemm step it took 18 % of the gradient (`perf`:
+/// packing 10 %, the micro-kernel 7 %).
+pub(crate) const TINY_DOT_MACS: usize = 4096;
+
 fn lowering(f: &Function, e: &kiln_ir::Eqn) -> Lowering {
     match &e.prim {
-        Prim::DotGeneral { lhs_contracting, .. } => {
-            let lhs = f.var_type(e.inputs[0]);
+        Prim::DotGeneral { lhs_contracting, rhs_contracting, lhs_batch, rhs_batch, .. } => {
+            let (lhs, rhs) = (f.var_type(e.inputs[0]), f.var_type(e.inputs[1]));
             let k: usize = lhs_contracting.iter().map(|&d| lhs.shape[d]).product();
             let macs = f.var_type(e.outputs[0]).shape.size().saturating_mul(k);
-            if k <= SMALL_DOT_CONTRACTION && macs <= SMALL_DOT_MAX_MACS {
+            // A matrix-vector product: one operand has no free axes.
+            let vector_side = lhs.rank() == lhs_contracting.len() + lhs_batch.len()
+                || rhs.rank() == rhs_contracting.len() + rhs_batch.len();
+            if k <= SMALL_DOT_CONTRACTION && macs <= SMALL_DOT_MAX_MACS || vector_side && macs <= TINY_DOT_MACS {
                 Lowering::RootOnly
             } else {
                 Lowering::Runtime

@@ -77,8 +77,8 @@ const CASES: [Case; 9] = [
     Case { lhs: &[70, 33], rhs: &[70, 45], lc: &[0], rc: &[0], lb: &[], rb: &[] },
     // g·wᵀ: rhs contracted over its columns.
     Case { lhs: &[33, 45], rhs: &[70, 45], lc: &[1], rc: &[1], lb: &[], rb: &[] },
-    // Matrix-vector.
-    Case { lhs: &[17, 19], rhs: &[19], lc: &[1], rc: &[0], lb: &[], rb: &[] },
+    // Matrix-vector, above `TINY_DOT_MACS` (4096; smaller ones are kernels).
+    Case { lhs: &[230, 19], rhs: &[19], lc: &[1], rc: &[0], lb: &[], rb: &[] },
     // Batch dim in front on the lhs, last on the rhs.
     Case { lhs: &[5, 6, 17], rhs: &[17, 4, 5], lc: &[2], rc: &[0], lb: &[0], rb: &[2] },
     // Batch dim in the middle, two batch dims.
@@ -199,5 +199,29 @@ fn small_contractions_are_kernels_unless_the_product_is_large() {
         let want = eval(&f, &[l.clone(), r.clone()]).unwrap();
         let got = compile_with(&f, &opts()).unwrap().run(&[l, r]).unwrap();
         assert!(got[0].bitwise_eq(&want[0]), "{m}×10·{n}×10");
+    }
+}
+
+#[test]
+fn tiny_matrix_vector_products_are_kernels_whatever_their_contraction() {
+    // W4's backward step: ct[64]·state[64,4] → [4], 256 multiply-adds over a contraction of 64 (>
+    // SMALL_DOT_CONTRACTION): a kernel, not a gemm step, while a matrix-vector product has at most
+    // TINY_DOT_MACS (4096) multiply-adds; [230,19]·[19] (4370) is a gemm step. A [16,20]·[20,16]
+    // product (5120, no vector side) stays gemm. Both paths match the interpreter bit for bit.
+    let cases: [(Case, bool); 4] = [
+        (Case { lhs: &[64], rhs: &[64, 4], lc: &[0], rc: &[0], lb: &[], rb: &[] }, false),
+        (Case { lhs: &[3, 200], rhs: &[3], lc: &[0], rc: &[0], lb: &[], rb: &[] }, false),
+        (Case { lhs: &[230, 19], rhs: &[19], lc: &[1], rc: &[0], lb: &[], rb: &[] }, true),
+        (Case { lhs: &[16, 20], rhs: &[20, 16], lc: &[1], rc: &[0], lb: &[], rb: &[] }, true),
+    ];
+    for (c, gemm) in cases {
+        let (l, r) = (ints(DType::F32, c.lhs, 9), ints(DType::F32, c.rhs, 10));
+        let f = dot_function(l.ty(), r.ty(), dot(&c, None));
+        let plan = plan_text(&f);
+        assert_eq!(plan.contains("gemm 1×"), gemm, "{:?}·{:?}:\n{plan}", c.lhs, c.rhs);
+        let want = eval(&f, &[l.clone(), r.clone()]).unwrap();
+        let got = compile_with(&f, &opts()).unwrap().run(&[l, r]).unwrap();
+        // Small integers: exact on both paths.
+        assert!(got[0].bitwise_eq(&want[0]), "{:?}·{:?}", c.lhs, c.rhs);
     }
 }
