@@ -195,12 +195,15 @@ fn keeps_row(f: &Function, e: &kiln_ir::Eqn, slot: usize) -> bool {
         Prim::Slice { start, strides, .. } => start[0] == 0 && strides[0] == 1,
         Prim::Reduce { axes, .. } => !axes.contains(&0),
         Prim::ArgReduce { axis, .. } => *axis != 0,
+        // Along another axis (a `stack` of a state's components, W4's step): row r of the output
+        // is made of the operands' rows r.
+        Prim::Concatenate { dimension } => *dimension != 0,
+        Prim::Rev { dimensions } => !dimensions.contains(&0),
+        // No padding on axis 0 (the equal outer sizes then rule out high padding too).
+        Prim::Pad { low, interior, .. } => low[0] == 0 && interior[0] == 0,
         Prim::Iota { .. }
-        | Prim::Rev { .. }
         | Prim::DynamicSlice { .. }
         | Prim::DynamicUpdateSlice
-        | Prim::Concatenate { .. }
-        | Prim::Pad { .. }
         | Prim::Gather { .. }
         | Prim::DotGeneral { .. }
         | Prim::Cumulative { .. }
