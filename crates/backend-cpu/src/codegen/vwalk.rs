@@ -60,7 +60,14 @@ impl<'a, 'b> Emitter<'a, 'b> {
         let ty = self.vty(dt);
         let mut vec = self.b.ins().splat(ty, x);
         for l in 1..self.vs.lanes {
-            let x = self.b.ins().load(lane_ty, mem(), addr, (l as i64 * step) as i32);
+            // The load's immediate offset is an i32; a larger lane offset goes into the address.
+            let x = match i32::try_from(l as i64 * step) {
+                Ok(at) => self.b.ins().load(lane_ty, mem(), addr, at),
+                Err(_) => {
+                    let lane_addr = self.b.ins().iadd_imm_s(addr, l as i64 * step);
+                    self.b.ins().load(lane_ty, mem(), lane_addr, 0)
+                }
+            };
             vec = self.b.ins().insertlane(vec, x, l as u8);
         }
         Ok(Some(vec))
