@@ -1,5 +1,6 @@
 //! The element functions behind each tile function: one per (function, dtype), each a thin wrapper of
-//! a [`kernels`](super::kernels) kernel with its coefficient tables. f32 goes through f64.
+//! a [`kernels`](super::kernels) kernel with its coefficient tables. f32 goes through f64 (tanh,
+//! logistic, sin and cos through f32-only kernels without the f64 ones' double-double steps).
 
 use super::kernels::{self as k, COS_F32, COS_F64, EXP_F32, EXP_F64, LOG_F32, LOG_F64, SIN_F32, SIN_F64};
 
@@ -24,10 +25,41 @@ elem_fns! {
     expm1_f32 expm1_f64 = |x, c| k::expm1(x, c), EXP_F32, EXP_F64;
     log_f32 log_f64 = |x, c| k::log(x, c), LOG_F32, LOG_F64;
     log1p_f32 log1p_f64 = |x, c| k::log1p(x, c), LOG_F32, LOG_F64;
-    tanh_f32 tanh_f64 = |x, c| k::tanh(x, c), EXP_F32, EXP_F64;
-    logistic_f32 logistic_f64 = |x, c| k::logistic(x, c), EXP_F32, EXP_F64;
-    sin_f32 sin_f64 = |x, c| k::sincos(x, false, &c.0, &c.1), (SIN_F32, COS_F32), (SIN_F64, COS_F64);
-    cos_f32 cos_f64 = |x, c| k::sincos(x, true, &c.0, &c.1), (SIN_F32, COS_F32), (SIN_F64, COS_F64);
+}
+
+// tanh, logistic, sin and cos: the f32 functions skip the f64 ones' double-double steps (see
+// `kernels`' f32-only variants).
+#[inline(always)]
+pub(crate) fn tanh_f64(x: f64) -> f64 {
+    k::tanh(x, &EXP_F64)
+}
+#[inline(always)]
+pub(crate) fn logistic_f64(x: f64) -> f64 {
+    k::logistic(x, &EXP_F64)
+}
+#[inline(always)]
+pub(crate) fn sin_f64(x: f64) -> f64 {
+    k::sincos(x, false, &SIN_F64, &COS_F64)
+}
+#[inline(always)]
+pub(crate) fn cos_f64(x: f64) -> f64 {
+    k::sincos(x, true, &SIN_F64, &COS_F64)
+}
+#[inline(always)]
+pub(crate) fn tanh_f32(x: f32) -> f32 {
+    k::tanh_f32(x as f64, &EXP_F32) as f32
+}
+#[inline(always)]
+pub(crate) fn logistic_f32(x: f32) -> f32 {
+    k::logistic_f32(x as f64, &EXP_F32) as f32
+}
+#[inline(always)]
+pub(crate) fn sin_f32(x: f32) -> f32 {
+    k::sincos_f32(x as f64, false, &SIN_F32, &COS_F32) as f32
+}
+#[inline(always)]
+pub(crate) fn cos_f32(x: f32) -> f32 {
+    k::sincos_f32(x as f64, true, &SIN_F32, &COS_F32) as f32
 }
 
 /// Lanes per chunk: one 512-bit vector of f32, two of f64 (LLVM interleaves them).

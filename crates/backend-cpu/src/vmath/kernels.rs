@@ -278,3 +278,54 @@ pub(crate) fn logistic<const N: usize>(x: f64, c: &ExpC<N>) -> f64 {
     let e = exp(-x.abs(), c);
     ratio_1p(sel(x >= 0.0, 1.0, e), e)
 }
+
+// ---- f32-only variants ----------------------------------------------------------------------------
+// The f64 functions above carry some steps in double-double (the π/2 reduction's TwoSum, expm1's
+// exact 2ᵏ·r + (2ᵏ - 1), ratio_1p's remainder division) to reach 1 ulp in f64. An f32 result needs
+// none of it: each plain f64 rounding adds at most 2⁻⁵³ relative error, about 2⁻²⁹ of an f32 ulp,
+// against the f32 tables' 2⁻⁸ ulp (`tests/vmath_ulp.rs` measures the same bounds). Without them the
+// f32 tanh has one division instead of two and no TwoSum, and sin/cos no TwoSum.
+
+/// sin x (`cos = false`) or cos x for an f32 `x` widened to f64: the three-part π/2 reduction in
+/// plain fused multiply-adds (the first, with a 33-bit part, exact), then `sincos`'s polynomials.
+#[inline(always)]
+pub(crate) fn sincos_f32<const N: usize>(x: f64, cos: bool, s: &[f64; N], c_: &[f64; N]) -> f64 {
+    const P1: f64 = 1.5707963267341256;
+    const P2: f64 = 6.077100506303966e-11;
+    const P3: f64 = 2.0222662487959506e-21;
+    let (qf, q) = round_int(x * std::f64::consts::FRAC_2_PI);
+    let r = (-qf).mul_add(P1, x);
+    let r = (-qf).mul_add(P2, r);
+    let r = (-qf).mul_add(P3, r);
+    let z = r * r;
+    let sin_r = (r * z).mul_add(poly(z, s), r);
+    let cos_r = (z * z).mul_add(poly(z, c_), 0.5f64.mul_add(-z, 1.0));
+    let q = q.wrapping_add(cos as i64);
+    let v = sel(q & 1 == 0, sin_r, cos_r);
+    let v = f64::from_bits(v.to_bits() ^ (((q as u64) & 2) << 62));
+    sel(x == 0.0 && !cos, x, v)
+}
+
+/// expm1 x for x in [0, 40] (tanh's argument): 2ᵏ·(r + r²P(r)) + (2ᵏ - 1), no cancellation for k ≥ 0.
+#[inline(always)]
+fn expm1_nonneg_f32<const N: usize>(x: f64, c: &ExpC<N>) -> f64 {
+    let (k, r, _) = exp_reduce(x);
+    let s = pow2(k);
+    s.mul_add(r.mul_add(r * poly(r, c), r), s - 1.0)
+}
+
+/// tanh x for an f32 `x` widened to f64: copysign(h / (1 + h), x) with h = expm1(2|x|)/2, one division.
+#[inline(always)]
+pub(crate) fn tanh_f32<const N: usize>(x: f64, c: &ExpC<N>) -> f64 {
+    let a = x.abs();
+    let a = sel(a > 20.0, 20.0, a);
+    let h = 0.5 * expm1_nonneg_f32(2.0 * a, c);
+    (h / (1.0 + h)).copysign(x)
+}
+
+/// logistic x for an f32 `x` widened to f64: 1/(1 + e) or e/(1 + e) with e = exp(-|x|), one division.
+#[inline(always)]
+pub(crate) fn logistic_f32<const N: usize>(x: f64, c: &ExpC<N>) -> f64 {
+    let e = exp(-x.abs(), c);
+    sel(x >= 0.0, 1.0, e) / (1.0 + e)
+}
