@@ -21,7 +21,7 @@ const GATHER_UNROLL: i64 = 4;
 /// Trailing axes of a scalar loop nest holding at most this many elements are unrolled.
 const SMALL_AXES_UNROLL: usize = 16;
 /// At most this many copies of one body from nested unrolled nests (compile time stays linear).
-const UNROLLED_COPIES_MAX: usize = 64;
+pub(super) const UNROLLED_COPIES_MAX: usize = 64;
 
 /// The Cranelift type holding a dtype's elements (bool is one byte, 0 or 1).
 pub(super) fn clif_type(dt: DType) -> Type {
@@ -756,7 +756,8 @@ impl<'a, 'b> Emitter<'a, 'b> {
         }
     }
 
-    /// A small `dot_general` (a kernel root, see [`crate::fusion::SMALL_DOT_CONTRACTION`]): the
+    /// A small `dot_general` (a kernel root, see [`crate::fusion::SMALL_DOT_CONTRACTION`] and
+    /// [`crate::fusion::TINY_DOT_MACS`]): the
     /// output index is (batch, lhs free, rhs free); the value is `0 + l·r + l·r + ...` over the
     /// contracting indices in row-major order of `lhs_contracting` — the interpreter's fold, so
     /// bitwise equal — in the result dtype (operands converted first, as the interpreter does).

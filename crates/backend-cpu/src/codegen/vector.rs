@@ -62,7 +62,7 @@
 //! `U·L` elements (see `shared/research/tech-cranelift-egg.md` §1.3).
 
 use super::check::{Checker, Mode, Occ};
-use super::kernel::{Emitter, R, clif_type, mem};
+use super::kernel::{Emitter, R, UNROLLED_COPIES_MAX, clif_type, mem};
 use super::{pairwise, scalar};
 use cranelift_codegen::ir::{InstBuilder, StackSlot, StackSlotData, StackSlotKind, Type, Value, types};
 use kiln_ir::{DType, Eqn, Prim, ReduceOp, Var};
@@ -70,10 +70,11 @@ use std::collections::HashMap;
 
 /// Elements per transcendental tile (a multiple of every `U·L`): 1–2 KiB per buffer, L1-resident.
 pub(super) const TILE: i64 = 256;
-/// Unroll factor of elementwise rows. ×2 measured within noise of ×1 on `a*b + c*d - e` (f32 and
-/// f64 at 4096, `benches/kernels.rs`: 1.79–1.96 vs 1.87–2.09 Gelem/s f32), so rows are not unrolled
-/// (half the code, half the compile time).
-pub(super) const UNROLL_MAP: usize = 1;
+/// Unroll factor of elementwise rows. ×2 was first measured within noise of ×1 on `a*b + c*d - e`
+/// (`benches/kernels.rs`); on W1's stencil step (three shifted loads, two splatted scalars, 4096
+/// elements under `scan`) ×2 runs the forward in 0.97 ms against 1.8 ms (3 alternating rounds,
+/// 2026-11-30), W1 at 10⁶ points 20–27 against 26–45 ms, and W2, W4, W5 within noise.
+pub(super) const UNROLL_MAP: usize = 2;
 /// Vector accumulators of an innermost-axis reduction (independent dependency chains).
 pub(super) const UNROLL_REDUCE: usize = 4;
 /// More tiled occurrences than this (stack buffers of `TILE` elements each) fall back to spill calls.
@@ -233,12 +234,23 @@ impl<'a, 'b> Emitter<'a, 'b> {
         if seg.1 - seg.0 < step {
             // A short segment at static bounds (one piece of a `stack` along the last axis) is
             // unrolled with constant indices, so its concatenate picks the operand statically.
-            if let (Some(a), Some(b)) = (self.known(start), self.known(end)) {
+            // Counted like the scalar nest's unrolled copies (a small reduction in `tail` may be
+            // unrolled too).
+            if let (Some(a), Some(b)) = (self.known(start), self.known(end))
+                && self.unrolled * ((b - a).max(1) as usize) <= UNROLLED_COPIES_MAX
+            {
+                let factor = (b - a).max(1) as usize;
+                self.unrolled *= factor;
+                let mut r = Ok(());
                 for j in a..b {
                     let j = self.iconst(j);
-                    tail(self, j)?;
+                    r = tail(self, j);
+                    if r.is_err() {
+                        break;
+                    }
                 }
-                return Ok(());
+                self.unrolled /= factor;
+                return r;
             }
             return self.for_range_from(start, end, &mut |s, j| tail(s, j));
         }
@@ -316,12 +328,14 @@ impl<'a, 'b> Emitter<'a, 'b> {
                         (start, s.b.ins().smax(end, start))
                     }
                 };
+                // Segments shorter than an unrolled step keep single vectors (a `[B, 4]` row).
+                let unroll = if seg.1 - seg.0 >= (UNROLL_MAP * s.vs.lanes) as i64 { UNROLL_MAP } else { 1 };
                 s.row(
                     prefix,
                     seg,
                     start,
                     end,
-                    UNROLL_MAP,
+                    unroll,
                     &mut |s, idx| s.veqn(e, idx),
                     &mut |s, _, j, v| {
                         let off = s.offset(&dims, &with(j));
