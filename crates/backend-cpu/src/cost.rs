@@ -87,7 +87,8 @@ fn eval_cost(prim: &Prim) -> EvalCost {
         // A segment kernel's add into its segment (a load, an add and a store per data row).
         Prim::SegmentSum { .. } => cost(2, 1),
         Prim::ArgReduce { .. } => cost(2, 1),
-        // A small dot_general kernel (fusion's `SMALL_DOT_CONTRACTION`): one multiply-add per step.
+        // A small dot_general kernel (fusion's `SMALL_DOT_CONTRACTION`, `TINY_DOT_MACS`): one
+        // multiply-add per step.
         Prim::DotGeneral { .. } => cost(2, 2),
         Prim::ConvertElementType { .. } | Prim::BitcastConvertType { .. } => cost(1, 0),
         // Index maps with clamps or selects.

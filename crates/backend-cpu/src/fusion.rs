@@ -22,8 +22,8 @@
 //! ([`scattered_ok`]): each inlined operand array would add one random-access read per gathered
 //! element. Reductions are always kernel roots (inlining
 //! them would recompute a whole loop per consumer element), and so are `dot_general`s with a small
-//! contracting size ([`SMALL_DOT_CONTRACTION`]) and few multiply-adds ([`SMALL_DOT_MAX_MACS`]); the
-//! others are gemm runtime steps. A `segment_sum` of scalar rows is a kernel root with its data's
+//! contracting size ([`SMALL_DOT_CONTRACTION`]) and few multiply-adds ([`SMALL_DOT_MAX_MACS`]), and
+//! matrix-vector ones of at most [`TINY_DOT_MACS`] multiply-adds; the others are gemm runtime steps. A `segment_sum` of scalar rows is a kernel root with its data's
 //! producers fused in ([`segment_kernel`]): message passing as one pass over the edges.
 
 use kiln_ir::{Function, Prim};
@@ -422,7 +422,8 @@ fn duplicable(f: &Function, e: &kiln_ir::Eqn) -> bool {
                 f.var_type(v).shape.dims().iter().copied().filter(|&n| n != 1).collect()
             };
             // Or one dropping unit axes only (`[B, 1] → [B]`, a column `x[:, k:k+1]` read as a
-            // vector): the same elements in the same order, the consumer's lanes on a real axis.
+            // vector): the same elements in the same order. The vector check does not take such a
+            // reshape itself; consumers vectorize when `collapse` rewrites the kernel (W4's columns).
             last(e.inputs[0]) == last(e.outputs[0])
                 || last(e.outputs[0]) != Some(1) && non_unit(e.inputs[0]) == non_unit(e.outputs[0])
         }

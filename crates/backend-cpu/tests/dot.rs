@@ -205,12 +205,12 @@ fn small_contractions_are_kernels_unless_the_product_is_large() {
 #[test]
 fn tiny_matrix_vector_products_are_kernels_whatever_their_contraction() {
     // W4's backward step: ct[64]·state[64,4] → [4], 256 multiply-adds over a contraction of 64 (>
-    // SMALL_DOT_CONTRACTION): a kernel, not a gemm step, while a matrix-vector product has at most
-    // TINY_DOT_MACS (4096) multiply-adds; [230,19]·[19] (4370) is a gemm step. A [16,20]·[20,16]
+    // SMALL_DOT_CONTRACTION): a kernel, not a gemm step, as is [40,50]·[50] (2000), while a
+    // matrix-vector product has at most TINY_DOT_MACS (4096) multiply-adds; [230,19]·[19] (4370) is a gemm step. A [16,20]·[20,16]
     // product (5120, no vector side) stays gemm. Both paths match the interpreter bit for bit.
     let cases: [(Case, bool); 4] = [
         (Case { lhs: &[64], rhs: &[64, 4], lc: &[0], rc: &[0], lb: &[], rb: &[] }, false),
-        (Case { lhs: &[3, 200], rhs: &[3], lc: &[0], rc: &[0], lb: &[], rb: &[] }, false),
+        (Case { lhs: &[40, 50], rhs: &[50], lc: &[1], rc: &[0], lb: &[], rb: &[] }, false),
         (Case { lhs: &[230, 19], rhs: &[19], lc: &[1], rc: &[0], lb: &[], rb: &[] }, true),
         (Case { lhs: &[16, 20], rhs: &[20, 16], lc: &[1], rc: &[0], lb: &[], rb: &[] }, true),
     ];
