@@ -115,7 +115,7 @@ pub(super) fn build(
             && !super::vector::emit(&mut em, e, out_base, lo, hi)?
             && !em.gather_rows(e, out_base, lo, hi)?
         {
-            em.for_each_index_rows_unrolled(&dims, lo, hi, &mut |s, idx| {
+            em.rows_nest(&dims, lo, hi, true, &mut |s, idx| {
                 let v = s.eqn_value(e, idx)?;
                 let off = s.offset(&dims, idx);
                 s.store(out_ty.dtype, out_base, off, v);
@@ -238,18 +238,8 @@ impl<'a, 'b> Emitter<'a, 'b> {
         self.rows_nest(dims, lo, hi, false, body)
     }
 
-    /// [`Emitter::for_each_index_rows`] with the inner axes unrolled as in
-    /// [`Emitter::for_each_index_unrolled`] (the scalar root loop).
-    fn for_each_index_rows_unrolled(
-        &mut self,
-        dims: &[usize],
-        lo: Value,
-        hi: Value,
-        body: &mut Body<'_, 'a, 'b>,
-    ) -> R<()> {
-        self.rows_nest(dims, lo, hi, true, body)
-    }
-
+    /// The rows `[lo, hi)` of `dims`, the inner axes nested (`unroll`: small trailing ones
+    /// unrolled as in [`Emitter::for_each_index_unrolled`], for the scalar root loop).
     fn rows_nest(&mut self, dims: &[usize], lo: Value, hi: Value, unroll: bool, body: &mut Body<'_, 'a, 'b>) -> R<()> {
         if dims.is_empty() {
             return body(self, &[]);

@@ -228,13 +228,14 @@ pub(crate) fn log1p<const N: usize>(x: f64, q: &[f64; N]) -> f64 {
 /// q·P2 below are exact); larger ones, ±inf included, are recomputed by the caller with std's libm.
 pub(crate) const TRIG_VECTOR_LIMIT: f64 = 1.0e6;
 
+// π/2 = P1 + P2 + P3 with P1, P2 of 33 significant bits (fdlibm's pio2_1, pio2_2, pio2_2t).
+const P1: f64 = 1.5707963267341256;
+const P2: f64 = 6.077100506303966e-11;
+const P3: f64 = 2.0222662487959506e-21;
+
 /// sin (`cos == false`) or cos of x, for |x| ≤ [`TRIG_VECTOR_LIMIT`] (garbage, but no UB, beyond).
 #[inline(always)]
 pub(crate) fn sincos<const N: usize>(x: f64, cos: bool, s: &[f64; N], c_: &[f64; N]) -> f64 {
-    // π/2 = P1 + P2 + P3 with P1, P2 of 33 significant bits (fdlibm's pio2_1, pio2_2, pio2_2t).
-    const P1: f64 = 1.5707963267341256;
-    const P2: f64 = 6.077100506303966e-11;
-    const P3: f64 = 2.0222662487959506e-21;
     let (qf, q) = round_int(x * std::f64::consts::FRAC_2_PI);
     let r1 = (-qf).mul_add(P1, x); // exact
     // r1 - q·P2 (q·P2 exact) by TwoSum, then the small rest: r + rlo carries ~2⁻¹⁰⁵ relative, which
@@ -290,9 +291,6 @@ pub(crate) fn logistic<const N: usize>(x: f64, c: &ExpC<N>) -> f64 {
 /// plain fused multiply-adds (the first, with a 33-bit part, exact), then `sincos`'s polynomials.
 #[inline(always)]
 pub(crate) fn sincos_f32<const N: usize>(x: f64, cos: bool, s: &[f64; N], c_: &[f64; N]) -> f64 {
-    const P1: f64 = 1.5707963267341256;
-    const P2: f64 = 6.077100506303966e-11;
-    const P3: f64 = 2.0222662487959506e-21;
     let (qf, q) = round_int(x * std::f64::consts::FRAC_2_PI);
     let r = (-qf).mul_add(P1, x);
     let r = (-qf).mul_add(P2, r);
