@@ -1,13 +1,13 @@
 //! `kiln-sims calibrate` as a user runs it: bad input gives a clear error, a non-zero exit and leaves
 //! `--out` untouched; a short run writes the three files.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 mod common;
 use common::cli::{kiln_sims, listing};
 
 /// A fresh scratch folder for one test.
-fn scratch(test: &str) -> PathBuf {
+fn scratch(test: &str) -> common::cli::Scratch {
     common::cli::scratch("cli", test)
 }
 

@@ -1,14 +1,13 @@
 //! `kiln-sims rollout` and `kiln-sims apg` as a user runs them: a tiny rollout's printed numbers, a
 //! tiny APG run's files, and bad input giving a clear error, a non-zero exit and nothing written.
 
-use std::path::PathBuf;
 use std::process::Command;
 
 mod common;
 use common::cli::{kiln_sims, listing};
 
 /// A fresh scratch folder for one test.
-fn scratch(test: &str) -> PathBuf {
+fn scratch(test: &str) -> common::cli::Scratch {
     common::cli::scratch("cli-rigid", test)
 }
 

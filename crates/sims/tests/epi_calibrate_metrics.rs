@@ -4,7 +4,6 @@
 use kiln_sims::epi::calibrate::{
     COVID_BOUNDS, DailySeries, Date, ForecastScores, RawParams, nd, persistence, rmse, trailing_mean,
 };
-use std::io::Write;
 
 fn close(a: f64, b: f64) -> bool {
     (a - b).abs() <= 1e-12 * b.abs().max(1.0)
@@ -63,12 +62,32 @@ fn dates_parse_print_and_count() {
     }
 }
 
-fn temp_csv(name: &str, text: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("kiln-epi-calibrate-{}", std::process::id()));
+/// A scratch file with `contents` in a folder of its own (unique per file name), deleted with
+/// the folder when the guard drops.
+fn temp_csv(name: &str, contents: &str) -> ScratchFile {
+    let dir = std::env::temp_dir().join(format!("kiln-epi-calibrate-{}-{name}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join(name);
-    std::fs::File::create(&path).unwrap().write_all(text.as_bytes()).unwrap();
-    path
+    std::fs::write(&path, contents).unwrap();
+    ScratchFile { dir, path }
+}
+
+struct ScratchFile {
+    dir: std::path::PathBuf,
+    path: std::path::PathBuf,
+}
+
+impl std::ops::Deref for ScratchFile {
+    type Target = std::path::Path;
+    fn deref(&self) -> &std::path::Path {
+        &self.path
+    }
+}
+
+impl Drop for ScratchFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
 }
 
 #[test]

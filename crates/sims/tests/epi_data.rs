@@ -6,13 +6,32 @@ use kiln_sims::epi::data::{
 };
 use std::path::PathBuf;
 
-/// A scratch file with `contents` (unique per test name).
-fn scratch(name: &str, contents: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("kiln-sims-epi-data-{}", std::process::id()));
+/// A scratch file with `contents` in a folder of its own (unique per file name), deleted with
+/// the folder when the guard drops.
+fn scratch(name: &str, contents: &str) -> ScratchFile {
+    let dir = std::env::temp_dir().join(format!("kiln-sims-epi-data-{}-{name}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join(name);
     std::fs::write(&path, contents).unwrap();
-    path
+    ScratchFile { dir, path }
+}
+
+struct ScratchFile {
+    dir: std::path::PathBuf,
+    path: std::path::PathBuf,
+}
+
+impl std::ops::Deref for ScratchFile {
+    type Target = std::path::Path;
+    fn deref(&self) -> &std::path::Path {
+        &self.path
+    }
+}
+
+impl Drop for ScratchFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
 }
 
 #[test]

@@ -7,12 +7,34 @@ pub fn kiln_sims(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_kiln-sims")).args(args).output().expect("the binary runs")
 }
 
-/// A fresh scratch folder for one test of the suite `suite`.
-pub fn scratch(suite: &str, test: &str) -> PathBuf {
+/// A fresh scratch folder for one test of the suite `suite`, removed when the guard drops.
+pub fn scratch(suite: &str, test: &str) -> Scratch {
     let dir = std::env::temp_dir().join(format!("kiln-sims-{suite}-{}-{test}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    dir
+    Scratch(dir)
+}
+
+/// A scratch folder that is deleted with everything in it when dropped (also when the test fails).
+pub struct Scratch(PathBuf);
+
+impl std::ops::Deref for Scratch {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<Path> for Scratch {
+    fn as_ref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 /// The sorted names in `dir`.
