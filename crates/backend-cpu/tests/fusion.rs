@@ -350,7 +350,9 @@ fn small_trailing_axes_unroll_and_pick_concatenate_operands_statically() {
     let (b0, c0) = (x[0] - x[1] * x[2], x[3] + x[1]);
     assert_eq!(&want[0].to_vec::<f32>().unwrap()[..4], &[b0, x[2], c0, x[0]]);
     assert_eq!(&want[1].to_vec::<f32>().unwrap()[..3], &[x[3], b0, c0]);
-    let dir = std::env::temp_dir().join(format!("kiln-unroll-{}", std::process::id()));
+    // Deleted when `dump` drops, also when an assertion fails.
+    let dump = tempfile::tempdir().unwrap();
+    let dir = dump.path().to_path_buf();
     for threads in 1..=4 {
         let opts = CompileOptions {
             threads: Some(threads),
