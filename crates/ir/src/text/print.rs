@@ -224,7 +224,9 @@ impl Printer {
             self.out.push_str(" ;");
             for (i, c) in f.consts.iter().enumerate() {
                 let sep = if i > 0 { "," } else { "" };
-                let _ = write!(self.out, "{sep} {} = ", binder(&c.var));
+                // The value's own type: the var's type for a valid function, and what parses
+                // back to the same constant when a lenient parse bound its name twice.
+                let _ = write!(self.out, "{sep} {}:{} = ", name(&c.var), c.value.ty());
                 self.const_value(&name(&c.var), &c.value);
             }
         }
