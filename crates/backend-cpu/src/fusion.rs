@@ -78,7 +78,9 @@ fn lowering(f: &Function, e: &kiln_ir::Eqn) -> Lowering {
             // A matrix-vector product: one operand has no free axes.
             let vector_side = lhs.rank() == lhs_contracting.len() + lhs_batch.len()
                 || rhs.rank() == rhs_contracting.len() + rhs_batch.len();
-            if k <= SMALL_DOT_CONTRACTION && macs <= SMALL_DOT_MAX_MACS || vector_side && macs <= TINY_DOT_MACS {
+            if k <= SMALL_DOT_CONTRACTION && macs <= SMALL_DOT_MAX_MACS
+                || vector_side && macs <= TINY_DOT_MACS
+            {
                 Lowering::RootOnly
             } else {
                 Lowering::Runtime

@@ -240,7 +240,14 @@ impl<'a, 'b> Emitter<'a, 'b> {
 
     /// The rows `[lo, hi)` of `dims`, the inner axes nested (`unroll`: small trailing ones
     /// unrolled as in [`Emitter::for_each_index_unrolled`], for the scalar root loop).
-    fn rows_nest(&mut self, dims: &[usize], lo: Value, hi: Value, unroll: bool, body: &mut Body<'_, 'a, 'b>) -> R<()> {
+    fn rows_nest(
+        &mut self,
+        dims: &[usize],
+        lo: Value,
+        hi: Value,
+        unroll: bool,
+        body: &mut Body<'_, 'a, 'b>,
+    ) -> R<()> {
         if dims.is_empty() {
             return body(self, &[]);
         }
@@ -253,7 +260,13 @@ impl<'a, 'b> Emitter<'a, 'b> {
         })
     }
 
-    fn nest(&mut self, dims: &[usize], prefix: &mut Vec<Value>, unroll: bool, body: &mut Body<'_, 'a, 'b>) -> R<()> {
+    fn nest(
+        &mut self,
+        dims: &[usize],
+        prefix: &mut Vec<Value>,
+        unroll: bool,
+        body: &mut Body<'_, 'a, 'b>,
+    ) -> R<()> {
         if prefix.len() == dims.len() {
             return body(self, prefix);
         }
@@ -853,7 +866,10 @@ impl<'a, 'b> Emitter<'a, 'b> {
         };
         // A constant index (an unrolled small axis) names its operand at compile time.
         if let Some(k) = self.known(idx[dim]) {
-            let &(v, off, n) = parts.iter().find(|&&(_, off, n)| k < (off + n) as i64).unwrap_or(&(last_v, last_off, last_n));
+            let &(v, off, n) = parts
+                .iter()
+                .find(|&&(_, off, n)| k < (off + n) as i64)
+                .unwrap_or(&(last_v, last_off, last_n));
             return self.concatenate_part(v, dim, off, n, idx);
         }
         let var = self.b.declare_var(clif_type(f.dtype(e.outputs[0])));
