@@ -1,6 +1,8 @@
 //! Forecast scores, smoothing, dates, series loading and the parameter squashing, on hand-computed
 //! values.
 
+mod common;
+
 use kiln_sims::epi::calibrate::{
     COVID_BOUNDS, DailySeries, Date, ForecastScores, RawParams, nd, persistence, rmse, trailing_mean,
 };
@@ -62,32 +64,9 @@ fn dates_parse_print_and_count() {
     }
 }
 
-/// A scratch file with `contents` in a folder of its own (unique per file name), deleted with
-/// the folder when the guard drops.
-fn temp_csv(name: &str, contents: &str) -> ScratchFile {
-    let dir = std::env::temp_dir().join(format!("kiln-epi-calibrate-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(name);
-    std::fs::write(&path, contents).unwrap();
-    ScratchFile { dir, path }
-}
-
-struct ScratchFile {
-    dir: std::path::PathBuf,
-    path: std::path::PathBuf,
-}
-
-impl std::ops::Deref for ScratchFile {
-    type Target = std::path::Path;
-    fn deref(&self) -> &std::path::Path {
-        &self.path
-    }
-}
-
-impl Drop for ScratchFile {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
+/// A scratch file with `contents`, deleted when dropped.
+fn temp_csv(name: &str, contents: &str) -> common::cli::ScratchFile {
+    common::cli::scratch_file("epi-calibrate", name, contents)
 }
 
 #[test]

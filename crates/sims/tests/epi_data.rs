@@ -1,37 +1,16 @@
 //! Loaders: real values of the bundled files, and errors that name the file, line and value.
 
+mod common;
+
 use kiln_sims::epi::Population;
 use kiln_sims::epi::data::{
     bundled, load_agent_ages, load_county_age_groups, load_county_covid_daily, load_edges, load_flu_weekly,
 };
 use std::path::PathBuf;
 
-/// A scratch file with `contents` in a folder of its own (unique per file name), deleted with
-/// the folder when the guard drops.
-fn scratch(name: &str, contents: &str) -> ScratchFile {
-    let dir = std::env::temp_dir().join(format!("kiln-sims-epi-data-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(name);
-    std::fs::write(&path, contents).unwrap();
-    ScratchFile { dir, path }
-}
-
-struct ScratchFile {
-    dir: std::path::PathBuf,
-    path: std::path::PathBuf,
-}
-
-impl std::ops::Deref for ScratchFile {
-    type Target = std::path::Path;
-    fn deref(&self) -> &std::path::Path {
-        &self.path
-    }
-}
-
-impl Drop for ScratchFile {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
+/// A scratch file with `contents`, deleted when dropped.
+fn scratch(name: &str, contents: &str) -> common::cli::ScratchFile {
+    common::cli::scratch_file("epi-data", name, contents)
 }
 
 #[test]

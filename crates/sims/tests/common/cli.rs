@@ -46,3 +46,25 @@ pub fn listing(dir: &Path) -> Vec<String> {
     names.sort();
     names
 }
+
+/// A scratch file holding `contents` in a folder of its own (`kiln-sims-{suite}-{pid}-{name}`:
+/// tests of one binary run in parallel), deleted with the folder when the guard drops.
+pub fn scratch_file(suite: &str, name: &str, contents: &str) -> ScratchFile {
+    let dir = scratch(suite, name);
+    let path = dir.join(name);
+    std::fs::write(&path, contents).unwrap();
+    ScratchFile { _dir: dir, path }
+}
+
+/// A file inside a [`Scratch`] folder; derefs to the file's path.
+pub struct ScratchFile {
+    _dir: Scratch,
+    path: PathBuf,
+}
+
+impl std::ops::Deref for ScratchFile {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.path
+    }
+}
