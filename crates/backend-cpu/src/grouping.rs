@@ -140,7 +140,7 @@ fn find_group(
 /// root's own outer row: the path from the root down to each such leaf only passes through index
 /// maps that keep the outer coordinate (elementwise ops on equal shapes, broadcasts, reshapes,
 /// slices and transposes that keep axis 0 whole, reductions over other axes).
-fn row_local(
+pub(crate) fn row_local(
     f: &Function,
     root: usize,
     inline: &[Option<usize>],
@@ -201,11 +201,34 @@ fn keeps_row(f: &Function, e: &kiln_ir::Eqn, slot: usize) -> bool {
         Prim::Rev { dimensions } => !dimensions.contains(&0),
         // No padding on axis 0 (the equal outer sizes then rule out high padding too).
         Prim::Pad { low, interior, .. } => low[0] == 0 && interior[0] == 0,
+        // The output's axis 0 is the first batch axis, else the lhs's first free axis, else the
+        // rhs's (a vmapped `W·x` reads `x` in its own row).
+        Prim::DotGeneral { lhs_contracting, rhs_contracting, lhs_batch, rhs_batch, .. } => {
+            let free = |rank: usize, contracting: &[usize], batch: &[usize]| {
+                (0..rank).find(|d| !contracting.contains(d) && !batch.contains(d))
+            };
+            let lhs_rank = f.var_type(e.inputs[0]).rank();
+            match (lhs_batch.first(), rhs_batch.first(), slot) {
+                (Some(&l), _, 0) => l == 0,
+                (_, Some(&r), 1) => r == 0,
+                (Some(_), _, _) => false,
+                (None, _, 0) => free(lhs_rank, lhs_contracting, lhs_batch) == Some(0),
+                (None, _, _) => {
+                    free(lhs_rank, lhs_contracting, lhs_batch).is_none()
+                        && free(x.rank(), rhs_contracting, rhs_batch) == Some(0)
+                }
+            }
+        }
+        // The output is `operand[..axis] ++ indices[batch_dims..] ++ ..`: its axis 0 is the
+        // operand's when `axis ≥ 1` (a vmapped `take`), and the indices' when they share it or
+        // index axis 0.
+        Prim::Gather { axis, batch_dims, .. } => match slot {
+            0 => *axis >= 1,
+            _ => *batch_dims >= 1 || *axis == 0,
+        },
         Prim::Iota { .. }
         | Prim::DynamicSlice { .. }
         | Prim::DynamicUpdateSlice
-        | Prim::Gather { .. }
-        | Prim::DotGeneral { .. }
         | Prim::Cumulative { .. }
         | Prim::Sort { .. }
         | Prim::Scatter { .. }

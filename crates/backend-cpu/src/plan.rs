@@ -388,7 +388,17 @@ fn compile_at(
                         traffic.bytes += (bytes(out) + 2 * bytes(f.var_type(e.inputs[0]))) as u64;
                         Op::SegmentKernel { kernel: handle, rows, chunks, ids, out_bytes: bytes(out) }
                     }
-                    _ => Op::Kernel { kernel: handle, rows, chunks },
+                    _ => {
+                        let row_local = leaves
+                            .iter()
+                            .map(|&v| {
+                                members
+                                    .iter()
+                                    .all(|m| grouping::row_local(f, m.0, &inline, &[v], &|w| resolve(&w)))
+                            })
+                            .collect();
+                        Op::Kernel { kernel: handle, rows, chunks, row_local, units }
+                    }
                 };
                 drafts.push(Draft {
                     op,
@@ -432,7 +442,8 @@ fn compile_at(
                         false,
                     )
                 };
-                let (mut op, scratch_bytes, traffic) = runtime_op(f, &e.prim, &e.inputs, &e.outputs, &sub)?;
+                let (mut op, mut scratch_bytes, traffic) =
+                    runtime_op(f, &e.prim, &e.inputs, &e.outputs, &sub)?;
                 // Runtime routines that split over threads, by the kernels' work threshold.
                 match &mut op {
                     Op::SegmentSum(p) => {
@@ -443,13 +454,18 @@ fn compile_at(
                         let work = (*n * THREEFRY_OPS) as u64;
                         *chunks = cost::kernel_chunks(work, *n as i64, thread_count, min_task);
                     }
-                    // Not split here (gemm follows matrixmultiply's own setting; sort, scatter and cumulative scans are
-                    // sequential by their semantics here); control steps split inside their bodies.
+                    // A scan whose rows evolve independently splits them for the whole loop;
+                    // other control steps split inside their bodies.
+                    Op::Control(c) => {
+                        c.plan_split(thread_count, min_task);
+                        scratch_bytes = c.scratch_bytes();
+                    }
+                    // Not split here (gemm follows matrixmultiply's own setting; sort, scatter
+                    // and cumulative scans are sequential by their semantics here).
                     Op::Kernel { .. }
                     | Op::SegmentKernel { .. }
                     | Op::Cumulative(_)
                     | Op::Dot(_)
-                    | Op::Control(_)
                     | Op::Sort(_)
                     | Op::Scatter(_) => {}
                 }

@@ -3,9 +3,10 @@
 //! reuses preallocated scratch (pointer tables, double-buffered carries, the body's arena), slices
 //! `xs` and writes `ys` in place by pointer offsets, so a step allocates nothing.
 
+use super::parallel::Threads;
 use super::{Executable, Loc, Step};
 use crate::CompileError;
-use crate::cost::{CostReport, Traffic};
+use crate::cost::{self, CostReport, Traffic};
 use kiln_ir::{Function, Prim, TensorType};
 
 /// Compiles a sub-function; the label names it in the debug dump (`body`, `cond`, `branch1`...).
@@ -35,6 +36,8 @@ pub(crate) struct Frame {
     a: usize,
     b: usize,
     sub: usize,
+    /// Bytes of one sub arena, rounded up to 64; a split scan has one per row range after `sub`.
+    sub_stride: usize,
     total: usize,
 }
 
@@ -43,7 +46,23 @@ impl Frame {
         let state_bytes: Vec<usize> = state.iter().map(bytes).collect();
         let (state_offs, state_total) = layout(state_bytes.iter().copied());
         let (offs, total) = layout([n_in * 8, n_out * 8 + 8, state_total, state_total, sub_arena]);
-        Frame { n_in, n_out, state_offs, state_bytes, a: offs[2], b: offs[3], sub: offs[4], total }
+        let sub_stride = sub_arena.next_multiple_of(64);
+        Frame {
+            n_in,
+            n_out,
+            state_offs,
+            state_bytes,
+            a: offs[2],
+            b: offs[3],
+            sub: offs[4],
+            sub_stride,
+            total,
+        }
+    }
+
+    /// Makes room for `n` sub arenas (one per row range of a split scan).
+    fn set_sub_arenas(&mut self, n: usize) {
+        self.total = self.sub + n.max(1) * self.sub_stride;
     }
 
     /// # Safety
@@ -61,6 +80,14 @@ impl Frame {
     }
 }
 
+/// A scan run as independent row ranges ([`Control::plan_split`]).
+pub(crate) struct Split {
+    /// The body kernels' rows (the carries' outer axis).
+    rows: i64,
+    /// Row ranges, each running the whole loop on one thread.
+    chunks: usize,
+}
+
 /// A control-flow step.
 pub(crate) enum Control {
     /// `call`, `checkpoint`, `custom_jvp_call`, `custom_vjp_call`: run the primal function.
@@ -75,6 +102,8 @@ pub(crate) enum Control {
         nk: usize,
         x_bytes: Vec<usize>,
         y_bytes: Vec<usize>,
+        /// Row ranges that run the whole loop independently, on threads ([`Control::plan_split`]).
+        split: Option<Split>,
     },
     /// `lax.while_loop` (optionally bounded).
     While { cond: Executable, body: Executable, frame: Frame, cc: usize, bc: usize, max_iters: Option<u64> },
@@ -113,6 +142,7 @@ impl Control {
                     x_bytes: in_types[nc + nk..].iter().map(slice).collect(),
                     y_bytes: out_types[nk..].iter().map(slice).collect(),
                     body: body_exe,
+                    split: None,
                 })
             }
             Prim::WhileLoop { cond, body, cond_consts, body_consts, max_iters } => {
@@ -144,6 +174,28 @@ impl Control {
         }
     }
 
+    /// Splits a scan whose rows evolve independently over threads for the whole loop, instead of
+    /// splitting each step's kernels (per-step hand-offs cost 6–24 µs against bodies of ~10 µs,
+    /// so those bodies ran on one thread; W4's batched cart-pole step is one). It applies when
+    /// every body step is a kernel over the same rows that reads the carries, and the buffers the
+    /// body computes, only in the row it writes ([`Executable::row_split`]): row range `lo..hi` of
+    /// step `t + 1` then depends only on rows `lo..hi` of step `t`. Each range gets its own sub
+    /// arena, since the body's buffers of different row sizes may share arena bytes. `threads`
+    /// and `min_task` as for kernels ([`cost::kernel_chunks`]), on the work of the whole loop.
+    pub(crate) fn plan_split(&mut self, threads: usize, min_task: Option<u64>) {
+        let Control::Scan { body, frame, length, nc, nk, split, .. } = self else { return };
+        *split = body.row_split(*nc, *nk).and_then(|(rows, units)| {
+            let chunks = cost::kernel_chunks(units.saturating_mul(*length as u64), rows, threads, min_task);
+            (chunks > 1).then_some(Split { rows, chunks })
+        });
+        frame.set_sub_arenas(split.as_ref().map_or(1, |s| s.chunks));
+    }
+
+    /// Whether a step of this control flow runs on several threads.
+    pub(crate) fn parallel(&self) -> bool {
+        matches!(self, Control::Scan { split: Some(_), .. }) || self.subs().iter().any(|(_, x)| x.parallel)
+    }
+
     pub(crate) fn scratch_bytes(&self) -> usize {
         match self {
             Control::Call { frame, .. }
@@ -168,7 +220,10 @@ impl Control {
     pub(crate) fn trips(&self) -> String {
         match self {
             Control::Call { .. } => "once".into(),
-            Control::Scan { length, .. } => format!("{length} times"),
+            Control::Scan { length, split: None, .. } => format!("{length} times"),
+            Control::Scan { length, split: Some(s), .. } => {
+                format!("{length} times, rows split into {} ranges that each run the whole loop", s.chunks)
+            }
             Control::While { max_iters: Some(n), .. } => format!("until cond is false, at most {n} times"),
             Control::While { max_iters: None, .. } => "until cond is false".into(),
             Control::Cond { .. } => "one branch".into(),
@@ -194,9 +249,112 @@ impl Control {
         }
     }
 
+    /// A scan's loop with the pointer tables `ins`/`outs`: the step's inputs and outputs are
+    /// `input(k)`/`output(k)`, the carry buffers in `scratch`'s frame, the body's arena at `arena`.
+    /// `rows`: only that row range of every body step (a split scan), else the whole body.
+    ///
+    /// # Safety
+    /// As [`Control::run`]; with `rows`, the body is one [`Executable::row_split`] accepted and no
+    /// other thread uses `arena` or touches these rows.
+    unsafe fn scan_loop(
+        &self,
+        ins: &mut [*const u8],
+        outs: &mut [*mut u8],
+        input: &dyn Fn(usize) -> *mut u8,
+        output: &dyn Fn(usize) -> *mut u8,
+        scratch: *mut u8,
+        arena: *mut u8,
+        rows: Option<(i64, i64)>,
+    ) {
+        let Control::Scan { body, frame, length, reverse, nc, nk, x_bytes, y_bytes, .. } = self else {
+            return;
+        };
+        // The first step reads the initial carries where they are and the last writes the final
+        // ones into the step's outputs; steps in between alternate between the two carry buffers.
+        // The body writes its carries and ys in place (`Loc::Out`), so a step copies nothing but
+        // outputs that are inputs (an identity carry `c -> c`).
+        // SAFETY (whole body): every pointer below addresses a planned buffer or the scratch frame.
+        unsafe {
+            let (mut cur, mut nxt) = (scratch.add(frame.a), scratch.add(frame.b));
+            for (k, p) in ins[..nc + nk].iter_mut().enumerate() {
+                *p = input(k);
+            }
+            for t in 0..*length {
+                let s = if *reverse { length - 1 - t } else { t };
+                let last = t + 1 == *length;
+                for k in 0..*nk {
+                    outs[k] = if last { output(k) } else { nxt.add(frame.state_offs[k]) };
+                }
+                for (k, xb) in x_bytes.iter().enumerate() {
+                    ins[nc + nk + k] = input(nc + nk + k).add(s * xb);
+                }
+                for (k, yb) in y_bytes.iter().enumerate() {
+                    outs[nk + k] = output(nk + k).add(s * yb);
+                }
+                match rows {
+                    None => body.run_raw(ins, outs, arena),
+                    Some((lo, hi)) => body.run_rows(ins, outs, arena, lo, hi),
+                }
+                std::mem::swap(&mut cur, &mut nxt);
+                for k in 0..*nk {
+                    ins[nc + k] = cur.add(frame.state_offs[k]);
+                }
+            }
+        }
+    }
+
+    /// A split scan ([`Control::plan_split`]): each row range runs the whole loop with its own
+    /// pointer tables and sub arena; the carry buffers and `ys` are shared, each range touching
+    /// only its rows. `ins_at`/`outs_at`: the step's buffer addresses.
+    ///
+    /// # Safety
+    /// As [`Control::run`].
+    unsafe fn scan_split(
+        &self,
+        sp: &Split,
+        ins_at: &[usize],
+        outs_at: &[usize],
+        scratch: *mut u8,
+        threads: &Threads,
+    ) {
+        let Control::Scan { frame, .. } = self else { return };
+        let base = scratch as usize;
+        let (rows, chunks) = (sp.rows, sp.chunks as i64);
+        let ranges = |c0: i64, c1: i64| {
+            for c in c0..c1 {
+                let (lo, hi) = (rows * c / chunks, rows * (c + 1) / chunks);
+                let mut ins = vec![std::ptr::null::<u8>(); frame.n_in];
+                let mut outs = vec![std::ptr::null_mut::<u8>(); frame.n_out];
+                let scratch = base as *mut u8;
+                // SAFETY: range `c`'s sub arena lies inside the frame (`plan_split`), and the body
+                // reads and writes the shared buffers only in rows `lo..hi`
+                // (`Executable::row_split`), which no other range touches.
+                unsafe {
+                    let arena = scratch.add(frame.sub + c as usize * frame.sub_stride);
+                    self.scan_loop(
+                        &mut ins,
+                        &mut outs,
+                        &|k| ins_at[k] as *mut u8,
+                        &|k| outs_at[k] as *mut u8,
+                        scratch,
+                        arena,
+                        Some((lo, hi)),
+                    );
+                }
+            }
+        };
+        threads.for_rows(chunks, sp.chunks, &ranges);
+    }
+
     /// # Safety
     /// The step's buffers have the planned types and `scratch` has `scratch_bytes()` bytes.
-    pub(crate) unsafe fn run(&self, step: &Step, ptr: &dyn Fn(&Loc) -> *mut u8, scratch: *mut u8) {
+    pub(crate) unsafe fn run(
+        &self,
+        step: &Step,
+        ptr: &dyn Fn(&Loc) -> *mut u8,
+        scratch: *mut u8,
+        threads: &Threads,
+    ) {
         let input = |k: usize| ptr(&step.inputs[k]);
         let output = |k: usize| ptr(&step.outputs[k]);
         // SAFETY (whole body): every pointer below addresses a planned buffer or the scratch frame.
@@ -208,40 +366,21 @@ impl Control {
                     outs.iter_mut().enumerate().for_each(|(k, p)| *p = output(k));
                     body.run_raw(ins, outs, scratch.add(frame.sub));
                 }
-                Control::Scan { body, frame, length, reverse, nc, nk, x_bytes, y_bytes } => {
-                    // The first step reads the initial carries where they are and the last writes the
-                    // final ones into the step's outputs; steps in between alternate between the two
-                    // carry buffers. The body writes its carries and ys in place (`Loc::Out`), so a step
-                    // copies nothing but outputs that are inputs (an identity carry `c -> c`).
-                    let (ins, outs, _) = frame.tables(scratch);
+                Control::Scan { frame, length, nc, nk, split, .. } => {
                     if *length == 0 {
                         for k in 0..*nk {
                             std::ptr::copy_nonoverlapping(input(nc + k), output(k), frame.state_bytes[k]);
                         }
                         return;
                     }
-                    let (mut cur, mut nxt) = (scratch.add(frame.a), scratch.add(frame.b));
-                    for (k, p) in ins[..nc + nk].iter_mut().enumerate() {
-                        *p = input(k);
-                    }
-                    for t in 0..*length {
-                        let s = if *reverse { length - 1 - t } else { t };
-                        let last = t + 1 == *length;
-                        for k in 0..*nk {
-                            outs[k] = if last { output(k) } else { nxt.add(frame.state_offs[k]) };
-                        }
-                        for (k, xb) in x_bytes.iter().enumerate() {
-                            ins[nc + nk + k] = input(nc + nk + k).add(s * xb);
-                        }
-                        for (k, yb) in y_bytes.iter().enumerate() {
-                            outs[nk + k] = output(nk + k).add(s * yb);
-                        }
-                        body.run_raw(ins, outs, scratch.add(frame.sub));
-                        std::mem::swap(&mut cur, &mut nxt);
-                        for k in 0..*nk {
-                            ins[nc + k] = cur.add(frame.state_offs[k]);
-                        }
-                    }
+                    let Some(sp) = split else {
+                        let (ins, outs, _) = frame.tables(scratch);
+                        self.scan_loop(ins, outs, &input, &output, scratch, scratch.add(frame.sub), None);
+                        return;
+                    };
+                    let ins_at: Vec<usize> = (0..step.inputs.len()).map(|k| input(k) as usize).collect();
+                    let outs_at: Vec<usize> = (0..step.outputs.len()).map(|k| output(k) as usize).collect();
+                    self.scan_split(sp, &ins_at, &outs_at, scratch, threads);
                 }
                 Control::While { cond, body, frame, cc, bc, max_iters } => {
                     let (ins, outs, pred) = frame.tables(scratch);

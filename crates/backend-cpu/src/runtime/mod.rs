@@ -47,6 +47,12 @@ pub(crate) enum Op {
         rows: i64,
         /// Row ranges the rows are split into, over threads (1: runs on the calling thread).
         chunks: usize,
+        /// Per input: whether the kernel reads it only in the row it writes (`grouping::row_local`;
+        /// the input then has `rows` outer rows too). A scan body made of such kernels can run as
+        /// independent row ranges ([`control::Control::plan_split`]).
+        row_local: Box<[bool]>,
+        /// Work units per call ([`crate::cost::kernel_work`], summed over members).
+        units: u64,
     },
     /// A JIT kernel rooted at a `segment_sum` (`fusion::segment_kernel`): table = inputs, then the
     /// output, then a flag byte. The output is zeroed, then data rows `0..rows` run in `chunks`
@@ -88,7 +94,7 @@ impl Op {
                 *chunks > 1
             }
             Op::SegmentSum(p) => p.chunks() > 1,
-            Op::Control(c) => c.subs().iter().any(|(_, x)| x.parallel),
+            Op::Control(c) => c.parallel(),
             Op::Cumulative(_) | Op::Dot(_) | Op::Sort(_) | Op::Scatter(_) => false,
         }
     }
@@ -159,6 +165,15 @@ struct Table([MaybeUninit<*mut u8>; MAX_KERNEL_OPERANDS]);
 unsafe impl Sync for Table {}
 
 impl Table {
+    /// A kernel step's table: its inputs, then its outputs.
+    fn of(step: &Step, ptr: &dyn Fn(&Loc) -> *mut u8) -> Table {
+        let mut table = Table([MaybeUninit::uninit(); MAX_KERNEL_OPERANDS]);
+        for (slot, l) in table.0.iter_mut().zip(step.inputs.iter().chain(&step.outputs)) {
+            slot.write(ptr(l));
+        }
+        table
+    }
+
     /// A method, so closures capture the whole (`Sync`) table rather than its array field.
     fn as_ptr(&self) -> *const *mut u8 {
         self.0.as_ptr().cast()
@@ -254,6 +269,72 @@ impl Executable {
         self.run_args(args.iter().map(Arg::Borrowed).collect())
     }
 
+    /// Where `l` is during a call with these buffers.
+    ///
+    /// # Safety
+    /// As [`Executable::run_raw`].
+    unsafe fn loc_ptr(&self, l: &Loc, ins: &[*const u8], outs: &[*mut u8], arena: *mut u8) -> *mut u8 {
+        match *l {
+            Loc::Param(i) => ins[i].cast_mut(),
+            Loc::Const(i) => self.consts[i].ptr(),
+            // SAFETY: plan offsets lie inside the arena.
+            Loc::Arena(o) => unsafe { arena.add(o) },
+            Loc::Out(k) => outs[k],
+        }
+    }
+
+    /// For a scan body (`consts` scan constants, then `carries` carries, then the xs, as
+    /// parameters): `Some((rows, work units per call))` when every step is a kernel over the same
+    /// `rows ≥ 2` that reads the carries, and the buffers the body computes, only in the row it
+    /// writes, and every output is written by its step (none is copied in after the last). Rows
+    /// `lo..hi` of its outputs then depend only on rows `lo..hi` of its carries (scan constants,
+    /// xs and constants are only read, anywhere), so [`Executable::run_rows`] may run row ranges
+    /// on different threads, each at its own pace.
+    pub(crate) fn row_split(&self, consts: usize, carries: usize) -> Option<(i64, u64)> {
+        let read_only = |l: &Loc| match *l {
+            Loc::Const(_) => true,
+            Loc::Param(i) => i < consts || i >= consts + carries,
+            Loc::Arena(_) | Loc::Out(_) => false,
+        };
+        let mut rows = None;
+        let mut units = 0u64;
+        for step in &self.steps {
+            let Op::Kernel { rows: r, row_local, units: u, .. } = &step.op else { return None };
+            let local = step.inputs.iter().zip(row_local.iter()).all(|(l, &local)| local || read_only(l));
+            if *rows.get_or_insert(*r) != *r || !local {
+                return None;
+            }
+            units = units.saturating_add(*u);
+        }
+        let rows = rows.filter(|&r| r >= 2)?;
+        (0..self.outputs.len()).all(|k| !self.copied_out(k)).then_some((rows, units))
+    }
+
+    /// [`Executable::run_raw`] on rows `lo..hi` only, on this thread: each step's kernel on that
+    /// range.
+    ///
+    /// # Safety
+    /// As [`Executable::run_raw`]; [`Executable::row_split`] accepted `self`, `lo ≤ hi ≤ rows`, and
+    /// no other thread touches rows `lo..hi` of the buffers or uses `arena` meanwhile.
+    pub(crate) unsafe fn run_rows(
+        &self,
+        ins: &[*const u8],
+        outs: &[*mut u8],
+        arena: *mut u8,
+        lo: i64,
+        hi: i64,
+    ) {
+        // SAFETY: per the contract.
+        let ptr = |l: &Loc| unsafe { self.loc_ptr(l, ins, outs, arena) };
+        for step in &self.steps {
+            // `row_split` admits kernel steps only.
+            let Op::Kernel { kernel, .. } = &step.op else { continue };
+            let table = Table::of(step, &ptr);
+            // SAFETY: as in `run_raw`, on one range.
+            unsafe { self.kernels[*kernel](table.as_ptr(), lo, hi) };
+        }
+    }
+
     /// Runs on raw buffers: the core of [`Executable::run`] and of control-flow sub-functions.
     /// Output `k` is written by the step that computes it (`Loc::Out`), and later steps may read it
     /// there; outputs that are parameters, constants or repeats are copied in after the last step.
@@ -263,24 +344,14 @@ impl Executable {
     /// of output `k`'s type (not overlapping any input or the arena), and `arena` to
     /// `self.arena_bytes` writable bytes aligned to 16, used by no one else during the call.
     pub(crate) unsafe fn run_raw(&self, ins: &[*const u8], outs: &[*mut u8], arena: *mut u8) {
-        let ptr = |l: &Loc| -> *mut u8 {
-            match *l {
-                Loc::Param(i) => ins[i].cast_mut(),
-                Loc::Const(i) => self.consts[i].ptr(),
-                // SAFETY: plan offsets lie inside the arena.
-                Loc::Arena(o) => unsafe { arena.add(o) },
-                Loc::Out(k) => outs[k],
-            }
-        };
+        // SAFETY: per the contract.
+        let ptr = |l: &Loc| unsafe { self.loc_ptr(l, ins, outs, arena) };
         for step in &self.steps {
             // SAFETY: the plan sized every step's scratch space inside the arena.
             let scratch = unsafe { arena.add(step.scratch) };
             match &step.op {
-                Op::Kernel { kernel, rows, chunks } => {
-                    let mut table = Table([MaybeUninit::uninit(); MAX_KERNEL_OPERANDS]);
-                    for (slot, l) in table.0.iter_mut().zip(step.inputs.iter().chain(&step.outputs)) {
-                        slot.write(ptr(l));
-                    }
+                Op::Kernel { kernel, rows, chunks, .. } => {
+                    let table = Table::of(step, &ptr);
                     let kernel = self.kernels[*kernel];
                     let table = &table;
                     // SAFETY: the kernel reads its leaves and writes rows lo..hi of each of its outputs
@@ -339,7 +410,7 @@ impl Executable {
                 Op::Dot(d) => unsafe {
                     d.run(ptr(&step.inputs[0]), ptr(&step.inputs[1]), ptr(&step.outputs[0]), scratch)
                 },
-                Op::Control(c) => unsafe { c.run(step, &ptr, scratch) },
+                Op::Control(c) => unsafe { c.run(step, &ptr, scratch, &self.threads) },
                 Op::Threefry { n, chunks } => {
                     let at = |k: usize| ptr(&step.inputs[k]) as usize;
                     let (ins, outs) = (

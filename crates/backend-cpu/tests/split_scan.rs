@@ -1,0 +1,183 @@
+//! Scans whose rows evolve independently (a `vmap`ped step: every body kernel reads the carries
+//! only in the row it writes) run as row ranges, each range looping over all steps on its own
+//! thread (`Control::plan_split`). Results must be bitwise those of one thread, and the
+//! interpreter's up to the JIT's own transcendentals; a body that reads another row of its carry
+//! must not be split.
+
+use kiln_backend_cpu::{CompileOptions, compile_with};
+use kiln_ir::{Array, Function, eval, parse};
+
+/// `min_task_work: Some(0)`: every scan the analysis accepts is split over the threads.
+fn opts(threads: usize) -> CompileOptions {
+    CompileOptions { threads: Some(threads), dump_dir: None, min_task_work: Some(0), multi_output: true }
+}
+
+fn f32s(dims: &[usize], seed: u32, scale: f32) -> Array {
+    let n: usize = dims.iter().product();
+    let v = (0..n as u32)
+        .map(|i| (((i.wrapping_mul(2654435761) ^ seed) % 1000) as f32 / 500.0 - 1.0) * scale)
+        .collect();
+    Array::from_vec(dims, v)
+}
+
+/// The plan listing of `f` compiled on `threads` threads.
+fn plan_text(f: &Function, threads: usize) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    compile_with(f, &CompileOptions { dump_dir: Some(dir.path().to_path_buf()), ..opts(threads) }).unwrap();
+    let folder = std::fs::read_dir(dir.path()).unwrap().next().unwrap().unwrap().path();
+    std::fs::read_to_string(folder.join("plan.txt")).unwrap()
+}
+
+/// Runs `src` on 1–4 threads: every result bitwise the one-thread one, which is within `tol`
+/// (relative) of the interpreter's. Returns whether the 2-thread plan split the scan.
+fn check(src: &str, args: &[Array], tol: f32) -> bool {
+    let f: Function = parse(src).unwrap_or_else(|e| panic!("{e}\n{src}"));
+    let want = compile_with(&f, &opts(1)).unwrap().run(args).unwrap();
+    for (w, r) in want.iter().zip(eval(&f, args).unwrap()) {
+        let (w, r) = (w.to_vec::<f32>().unwrap(), r.to_vec::<f32>().unwrap());
+        assert_eq!(w.len(), r.len());
+        for (a, b) in w.iter().zip(&r) {
+            assert!((a - b).abs() <= tol * b.abs().max(1.0), "{a} vs interpreter {b}\n{f}");
+        }
+    }
+    for threads in 2..=4 {
+        let got = compile_with(&f, &opts(threads)).unwrap().run(args).unwrap();
+        for (w, g) in want.iter().zip(&got) {
+            assert!(w.bitwise_eq(g), "{threads} threads differ from one:\n{w:?}\n{g:?}");
+        }
+    }
+    assert!(!plan_text(&f, 1).contains("rows split"), "one thread never splits");
+    plan_text(&f, 2).contains("rows split into 2 ranges")
+}
+
+/// A cart-pole-like step `vmap`ped over 37 environments (W4's shape): a policy `tanh(w·s + b)`
+/// (a matrix-vector `dot_general` reading each state row), the state's columns sliced out,
+/// `sin`/`cos`, an xs column added, and the new state stacked back along axis 1; ys: one value
+/// per environment and step.
+fn policy_step(reverse: bool) -> String {
+    format!(
+        "{{ lambda w:f32[4] b:f32[] s0:f32[37,4] xs:f32[30,37] . let
+    fin:f32[37,4] ys:f32[30,37] = scan[length=30 reverse={reverse} num_consts=2 num_carry=1 body={{ lambda w:f32[4] b:f32[] s:f32[37,4] x:f32[37] . let
+        d:f32[37] = dot_general[lhs_contracting=(0,) rhs_contracting=(1,) lhs_batch=() rhs_batch=() preferred_element_type=none] w s
+        bb:f32[37] = broadcast_in_dim[shape=(37,) broadcast_dimensions=()] b
+        u:f32[37] = add d bb
+        a:f32[37] = tanh u
+        c0:f32[37,1] = slice[start=(0, 0) limit=(37, 1) strides=(1, 1)] s
+        c1:f32[37,1] = slice[start=(0, 1) limit=(37, 2) strides=(1, 1)] s
+        c2:f32[37,1] = slice[start=(0, 2) limit=(37, 3) strides=(1, 1)] s
+        c3:f32[37,1] = slice[start=(0, 3) limit=(37, 4) strides=(1, 1)] s
+        p0:f32[37] = reshape[new_sizes=(37,)] c0
+        p1:f32[37] = reshape[new_sizes=(37,)] c1
+        p2:f32[37] = reshape[new_sizes=(37,)] c2
+        p3:f32[37] = reshape[new_sizes=(37,)] c3
+        sn:f32[37] = sin p2
+        cs:f32[37] = cos p2
+        q0:f32[37] = add p0 p1
+        f1:f32[37] = mul a cs
+        q1:f32[37] = add p1 f1
+        q2:f32[37] = add p2 p3
+        g:f32[37] = mul sn x
+        q3:f32[37] = sub p3 g
+        r0:f32[37,1] = reshape[new_sizes=(37, 1)] q0
+        r1:f32[37,1] = reshape[new_sizes=(37, 1)] q1
+        r2:f32[37,1] = reshape[new_sizes=(37, 1)] q2
+        r3:f32[37,1] = reshape[new_sizes=(37, 1)] q3
+        s2:f32[37,4] = concatenate[dimension=1] r0 r1 r2 r3
+        y:f32[37] = mul a p0
+      in (s2, y) }}] w b s0 xs
+  in (fin, ys) }}"
+    )
+}
+
+fn policy_args() -> Vec<Array> {
+    vec![
+        Array::from_vec(&[4], vec![0.5f32, 1.0, 2.0, -0.3]),
+        Array::scalar(0.1f32),
+        f32s(&[37, 4], 7, 0.1),
+        f32s(&[30, 37], 9, 0.01),
+    ]
+}
+
+#[test]
+fn a_vmapped_step_splits_its_rows_over_threads_for_the_whole_loop() {
+    for reverse in [false, true] {
+        assert!(check(&policy_step(reverse), &policy_args(), 1e-5), "reverse {reverse}: not split");
+    }
+}
+
+#[test]
+fn a_body_reading_another_row_of_its_carry_is_not_split() {
+    // The carry's rows shift by one each step (`rev` along axis 0 in the body): row r of step
+    // t + 1 reads row 36 - r of step t, which another range owns.
+    let shifted = policy_step(false).replace(
+        "q0:f32[37] = add p0 p1",
+        "v0:f32[37] = rev[dimensions=(0,)] p1\n        q0:f32[37] = add p0 v0",
+    );
+    // (Mixing rows makes the state grow, and the JIT's transcendentals' last-bit differences
+    // with it.)
+    assert!(!check(&shifted, &policy_args(), 1e-4));
+    // A carry summed over the batch (every row reads all rows).
+    let summed = "{ lambda s0:f32[37] t0:f32[] . let
+    fs:f32[37] ft:f32[] = scan[length=20 reverse=false num_consts=0 num_carry=2 body={ lambda s:f32[37] t:f32[] . let
+        m:f32[] = reduce_sum[axes=(0,)] s
+        mb:f32[37] = broadcast_in_dim[shape=(37,) broadcast_dimensions=()] m
+        h:f32[37] = mul s mb
+        z:f32[37] = sin h
+        t2:f32[] = add t m
+      in (z, t2) }] s0 t0
+  in (fs, ft) }";
+    assert!(!check(summed, &[f32s(&[37], 3, 0.5), Array::scalar(0.25f32)], 1e-5));
+}
+
+#[test]
+fn xs_and_constants_may_be_read_anywhere_but_a_passed_through_carry_keeps_the_loop_whole() {
+    // xs and scan constants are only read: a reversed read of them does not stop the split.
+    let src = "{ lambda k:f32[37] s0:f32[37] xs:f32[12,37] . let
+    fs:f32[37] ys:f32[12,37] = scan[length=12 reverse=false num_consts=1 num_carry=1 body={ lambda k:f32[37] s:f32[37] x:f32[37] . let
+        xr:f32[37] = rev[dimensions=(0,)] x
+        kr:f32[37] = rev[dimensions=(0,)] k
+        a:f32[37] = mul s kr
+        b:f32[37] = add a xr
+        c:f32[37] = tanh b
+      in (c, b) }] k s0 xs
+  in (fs, ys) }";
+    let args = [f32s(&[37], 1, 1.0), f32s(&[37], 2, 1.0), f32s(&[12, 37], 3, 1.0)];
+    assert!(check(src, &args, 1e-5));
+    // A carry returned unchanged is copied in after the body's steps, over all rows at once.
+    let through = "{ lambda s0:f32[37] u0:f32[37] . let
+    fs:f32[37] fu:f32[37] = scan[length=9 reverse=false num_consts=0 num_carry=2 body={ lambda s:f32[37] u:f32[37] . let
+        a:f32[37] = mul s u
+        c:f32[37] = tanh a
+      in (c, u) }] s0 u0
+  in (fs, fu) }";
+    assert!(!check(through, &[f32s(&[37], 4, 1.0), f32s(&[37], 5, 1.0)], 1e-5));
+}
+
+#[test]
+fn gathers_along_another_axis_read_their_own_row() {
+    // A `vmap`ped `take` (axis 1, indices shared by every row) and a per-row one (batch_dims 1):
+    // row-local, so split. A gather of whole rows (axis 0) reads other rows: not split.
+    let body = |g: &str| {
+        format!(
+            "{{ lambda i:i32[3] j:i32[37,2] k:i32[37] s0:f32[37,5] . let
+    fs:f32[37,5] ys:f32[9,37,5] = scan[length=9 reverse=false num_consts=3 num_carry=1 body={{ lambda i:i32[3] j:i32[37,2] k:i32[37] s:f32[37,5] . let
+        {g}
+        h:f32[37,2] = gather[axis=1 batch_dims=1 mode=clip] s j
+        c:f32[37,5] = concatenate[dimension=1] g h
+        t:f32[37,5] = sin c
+        u:f32[37,5] = add s t
+      in (u, c) }}] i j k s0
+  in (fs, ys) }}"
+        )
+    };
+    let args = [
+        Array::from_vec(&[3], vec![4i32, 0, 2]),
+        Array::from_vec(&[37, 2], (0..74).map(|n| (n * 7 % 5) as i32).collect::<Vec<_>>()),
+        Array::from_vec(&[37], (0..37).map(|n| (n * 11 % 37) as i32).collect::<Vec<_>>()),
+        f32s(&[37, 5], 6, 1.0),
+    ];
+    assert!(check(&body("g:f32[37,3] = gather[axis=1 batch_dims=0 mode=clip] s i"), &args, 1e-5));
+    let rows = "p:f32[37,5] = gather[axis=0 batch_dims=0 mode=clip] s k
+        g:f32[37,3] = slice[start=(0, 0) limit=(37, 3) strides=(1, 1)] p";
+    assert!(!check(&body(rows), &args, 1e-4));
+}
