@@ -374,3 +374,98 @@ fn chained_transcendentals_match_vmath_bitwise() {
         }
     }
 }
+
+/// `dims` of `dt` without specials: values in [-10, 10).
+fn ordinary(dt: DType, dims: &[usize], seed: usize) -> Array {
+    let n: usize = dims.iter().product();
+    let v: Vec<f64> = (0..n)
+        .map(|i| ((i as f64 + 0.5 + seed as f64) * 0.618_033_988_749_895).fract() * 20.0 - 10.0)
+        .collect();
+    match dt {
+        DType::F32 => Array::from_vec(dims, v.iter().map(|&x| x as f32).collect::<Vec<_>>()),
+        _ => Array::from_vec(dims, v),
+    }
+}
+
+#[test]
+fn matrix_vector_dots_on_lanes_are_bitwise() {
+    // Output lanes along a free axis of one operand: the rhs's rows, strided (W4's `W·s` over a
+    // [B, 4] state); the lhs's rows, strided; the rhs's contiguous last axis, as a leaf and as a
+    // fused product. Row lengths 37 and 1003 leave scalar remainders.
+    for dt in [DType::F32, DType::F64] {
+        for n in [37usize, 1003] {
+            let dot = |lc: usize, rc: usize| Prim::DotGeneral {
+                lhs_contracting: vec![lc],
+                rhs_contracting: vec![rc],
+                lhs_batch: vec![],
+                rhs_batch: vec![],
+                preferred_element_type: None,
+            };
+            let ty = |d: &[usize]| TensorType::new(dt, Shape::new(d));
+            let mut cases = Vec::new();
+            for (lhs, rhs, lc, rc) in
+                [(vec![4], vec![n, 4], 0, 1), (vec![n, 5], vec![5], 1, 0), (vec![6], vec![6, n], 0, 0)]
+            {
+                let mut f = Function::new();
+                let (a, b) = (f.add_param(ty(&lhs)), f.add_param(ty(&rhs)));
+                let d = push(&mut f, dot(lc, rc), &[a, b]);
+                f.outputs.push(d);
+                cases.push((f, vec![lhs, rhs]));
+            }
+            let mut f = Function::new();
+            let (a, x, y) = (f.add_param(ty(&[6])), f.add_param(ty(&[6, n])), f.add_param(ty(&[6, n])));
+            let m = bin(&mut f, BinaryOp::Mul, x, y);
+            let d = push(&mut f, dot(0, 0), &[a, m]);
+            f.outputs.push(d);
+            cases.push((f, vec![vec![6], vec![6, n], vec![6, n]]));
+            for (f, shapes) in &cases {
+                for special in [true, false] {
+                    let args: Vec<Array> = shapes
+                        .iter()
+                        .enumerate()
+                        .map(|(k, s)| if special { array(dt, s, k) } else { ordinary(dt, s, k) })
+                        .collect();
+                    assert_bitwise(f, &args);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn outer_axis_sums_of_a_cache_line_per_pass_fold_each_column_alone() {
+    // reduce over axis 0 of [600, 37]: columns 0..32 in groups of four vectors (`vreduce_group`),
+    // the last 5 by the scalar remainder; each must be bitwise the sum of its column alone
+    // (a [600, 1] slice, one scalar element). 600 rows: blocked-pairwise sums (over 256).
+    for dt in [DType::F32, DType::F64, DType::I32] {
+        for op in [ReduceOp::Sum, ReduceOp::Max] {
+            let mut f = Function::new();
+            let x = f.add_param(TensorType::new(dt, Shape::new(&[600, 37])));
+            let all = push(&mut f, Prim::Reduce { op, axes: vec![0] }, &[x]);
+            f.outputs.push(all);
+            for j in [0usize, 3, 15, 16, 31, 32, 36] {
+                let col = Prim::Slice { start: vec![0, j], limit: vec![600, j + 1], strides: vec![1, 1] };
+                let c = push(&mut f, col, &[x]);
+                let r = push(&mut f, Prim::Reduce { op, axes: vec![0] }, &[c]);
+                f.outputs.push(r);
+            }
+            for special in [true, false] {
+                let arg = if special || dt == DType::I32 {
+                    array(dt, &[600, 37], 3)
+                } else {
+                    ordinary(dt, &[600, 37], 3)
+                };
+                let got = compile(&f).unwrap().run(std::slice::from_ref(&arg)).unwrap();
+                let all = got[0].to_f64_vec();
+                for (k, j) in [0usize, 3, 15, 16, 31, 32, 36].into_iter().enumerate() {
+                    let one = got[k + 1].to_f64_vec()[0];
+                    assert!(
+                        all[j].to_bits() == one.to_bits() || all[j].is_nan() && one.is_nan(),
+                        "{op:?} {dt:?} column {j}: {} grouped vs {one} alone",
+                        all[j]
+                    );
+                }
+            }
+        }
+    }
+}

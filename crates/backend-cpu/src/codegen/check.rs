@@ -33,6 +33,22 @@ pub(super) fn tile_func(op: UnaryOp) -> Option<Func> {
     }
 }
 
+/// For a `dot_general`: the operand (0 lhs, 1 rhs) and its free axis that the output's innermost
+/// axis comes from (output axes are batch, lhs free, rhs free). `None` when it is a batch axis (both
+/// operands vary along it) or the output is rank 0.
+pub(super) fn dot_lanes(f: &Function, e: &Eqn) -> Option<(usize, usize)> {
+    let Prim::DotGeneral { lhs_contracting, rhs_contracting, lhs_batch, rhs_batch, .. } = &e.prim else {
+        return None;
+    };
+    let last_free = |v: Var, c: &[usize], b: &[usize]| {
+        (0..f.var_type(v).rank()).filter(|d| !c.contains(d) && !b.contains(d)).last()
+    };
+    match last_free(e.inputs[1], rhs_contracting, rhs_batch) {
+        Some(d) => Some((1, d)),
+        None => last_free(e.inputs[0], lhs_contracting, lhs_batch).map(|d| (0, d)),
+    }
+}
+
 /// How one transcendental occurrence (a visit of the walk, in pre-order) is computed on vectors.
 #[derive(Clone, Copy, Debug)]
 pub(super) enum Mode {
@@ -228,6 +244,24 @@ impl<'a> Checker<'a> {
                 self.in_reduce -= 1;
                 d.map(|_| 0)
             }
+            // A product whose output lanes run along a free axis of one operand (`dot_lanes`); the
+            // other operand is lane-invariant. Along that operand's innermost axis it may be any
+            // tree without transcendentals (its body is emitted once per contracting index);
+            // along another axis it must be a leaf, loaded lane by lane (`strided_leaf`).
+            Prim::DotGeneral { .. } => {
+                let (slot, axis) = dot_lanes(f, e)?;
+                if in_dt(0) != out_dt || !out_dt.is_float() {
+                    return None;
+                }
+                let v = ins[slot];
+                if axis + 1 == rank(v) {
+                    let before = self.occs.len();
+                    self.var(v)?;
+                    (self.occs.len() == before).then_some(0)
+                } else {
+                    self.inline[v.index()].is_none().then_some(0)
+                }
+            }
             Prim::Rev { .. }
             | Prim::DynamicSlice { .. }
             | Prim::DynamicUpdateSlice
@@ -235,7 +269,6 @@ impl<'a> Checker<'a> {
             | Prim::Cumulative { .. }
             | Prim::Gather { .. }
             | Prim::Sort { .. }
-            | Prim::DotGeneral { .. }
             | Prim::Scatter { .. }
             | Prim::SegmentSum { .. }
             | Prim::Threefry2x32

@@ -221,7 +221,7 @@ impl<'a, 'b> Emitter<'a, 'b> {
 
     /// Like [`Emitter::for_each_index`] for the scalar path: trailing axes holding at most
     /// [`SMALL_AXES_UNROLL`] elements are unrolled with constant indices, `body` emitted per element.
-    fn for_each_index_unrolled(&mut self, dims: &[usize], body: &mut Body<'_, 'a, 'b>) -> R<()> {
+    pub(super) fn for_each_index_unrolled(&mut self, dims: &[usize], body: &mut Body<'_, 'a, 'b>) -> R<()> {
         let mut prefix = Vec::with_capacity(dims.len());
         self.nest(dims, &mut prefix, true, body)
     }

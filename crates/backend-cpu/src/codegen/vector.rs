@@ -32,6 +32,13 @@
 //! interpreter's order — except float sums/products longer than [`pairwise::BLOCK`], which are
 //! blocked-pairwise on every path (see [`super::pairwise`] for the error bound).
 //!
+//! **Matrix-vector products** (a `dot_general` kernel root whose output's innermost axis is a free
+//! axis of one operand): that operand's lanes are loaded per contracting index — whole vectors
+//! along its last axis, lane by lane from a leaf along another (W4's `W·s`, lanes over the rows
+//! of a `[B, 4]` state) — and multiplied by the other operand's splatted scalar, in the scalar
+//! path's order (`0 + l·r + ...`), so bitwise equal. Reductions over outer axes that are the
+//! root accumulate [`REDUCE_COLUMNS`] vectors of the row per pass over the reduced rows.
+//!
 //! **Innermost-axis reductions** (row sums, full sums: a root `reduce` whose axes include the
 //! input's last axis) run `UNROLL_REDUCE` vector accumulators over the row and combine them at the
 //! end ([`ReduceRoot`]). Integer sums and products wrap, and float max/min are order-free (up to
@@ -77,6 +84,11 @@ pub(super) const TILE: i64 = 256;
 pub(super) const UNROLL_MAP: usize = 2;
 /// Vector accumulators of an innermost-axis reduction (independent dependency chains).
 pub(super) const UNROLL_REDUCE: usize = 4;
+/// Vectors of a row that a root reduction over outer axes accumulates per pass over the reduced
+/// rows: 4 × 16 bytes, one cache line of each row. W4's sum over the 1000 steps of `[1000, 1024]`
+/// rewards took 9 % of its forward pass one vector at a time (each row's line fetched four
+/// times, from L2, at the latency of one add chain).
+pub(super) const REDUCE_COLUMNS: usize = 4;
 /// More tiled occurrences than this (stack buffers of `TILE` elements each) fall back to spill calls.
 const MAX_TILED: usize = 32;
 
@@ -328,15 +340,41 @@ impl<'a, 'b> Emitter<'a, 'b> {
                         (start, s.b.ins().smax(end, start))
                     }
                 };
-                // Segments shorter than an unrolled step keep single vectors (a `[B, 4]` row).
-                let unroll = if seg.1 - seg.0 >= (UNROLL_MAP * s.vs.lanes) as i64 { UNROLL_MAP } else { 1 };
+                // Segments shorter than an unrolled step keep single vectors (a `[B, 4]` row). A
+                // reduction over outer axes computes `REDUCE_COLUMNS` vectors per pass over the
+                // reduced rows (`vreduce_group`; not while tiles are in play, whose passes
+                // number the occurrences per vector).
+                let grouped = match &e.prim {
+                    Prim::Reduce { op, axes } if s.vs.passes == 0 => Some((*op, axes.as_slice())),
+                    _ => None,
+                };
+                let want = if grouped.is_some() { REDUCE_COLUMNS } else { UNROLL_MAP };
+                let unroll = if seg.1 - seg.0 >= (want * s.vs.lanes) as i64 { want } else { 1 };
+                // The group's vectors, computed at slot 0 and handed out to the later slots.
+                let mut pending: Vec<Option<Value>> = Vec::new();
                 s.row(
                     prefix,
                     seg,
                     start,
                     end,
                     unroll,
-                    &mut |s, idx| s.veqn(e, idx),
+                    &mut |s, idx| match grouped {
+                        Some((op, axes)) if unroll > 1 => {
+                            if pending.is_empty() {
+                                let idxs: Vec<Vec<Value>> = (0..unroll)
+                                    .map(|u| {
+                                        let mut j = idx.to_vec();
+                                        j[last] = s.b.ins().iadd_imm_s(idx[last], (u * s.vs.lanes) as i64);
+                                        j
+                                    })
+                                    .collect();
+                                pending = s.vreduce_group(op, axes, e.inputs[0], &idxs)?;
+                                pending.reverse();
+                            }
+                            Ok(pending.pop().flatten())
+                        }
+                        _ => s.veqn(e, idx),
+                    },
                     &mut |s, _, j, v| {
                         let off = s.offset(&dims, &with(j));
                         let addr = s.address(dt, out_base, off);
@@ -569,6 +607,52 @@ mod tests {
         let text = clif(&f);
         assert!(text.matches("fadd").count() >= super::UNROLL_REDUCE, "{text}");
         assert!(text.contains("extractlane"), "{text}");
+    }
+
+    fn dot_kernel(lhs: &[usize], rhs: &[usize], lc: usize, rc: usize, fused_rhs: bool) -> Function {
+        let mut f = Function::new();
+        let a = f.add_param(TensorType::new(DType::F32, Shape::new(lhs)));
+        let mut b = f.add_param(TensorType::new(DType::F32, Shape::new(rhs)));
+        if fused_rhs {
+            b = f.push(Prim::Unary(UnaryOp::Neg), &[b], None).unwrap()[0];
+        }
+        let dot = Prim::DotGeneral {
+            lhs_contracting: vec![lc],
+            rhs_contracting: vec![rc],
+            lhs_batch: vec![],
+            rhs_batch: vec![],
+            preferred_element_type: None,
+        };
+        let d = f.push(dot, &[a, b], None).unwrap()[0];
+        f.outputs.push(d);
+        f
+    }
+
+    #[test]
+    fn matrix_vector_dots_run_on_lanes() {
+        // W4's `W·s` over a [B, 4] state: lanes along the rhs's rows, loaded lane by lane.
+        let text = clif(&dot_kernel(&[4], &[64, 4], 0, 1, false));
+        assert!(text.contains("insertlane") && text.contains("splat.f32x4"), "{text}");
+        // Along the rhs's last axis: whole vectors, also through a fused producer.
+        for fused in [false, true] {
+            let text = clif(&dot_kernel(&[6], &[6, 64], 0, 0, fused));
+            assert!(text.contains("load.f32x4"), "{text}");
+        }
+        // A fused operand read across its rows is not loaded lane by lane: scalar code.
+        let text = clif(&dot_kernel(&[4], &[64, 4], 0, 1, true));
+        assert!(!text.contains("f32x4"), "{text}");
+    }
+
+    #[test]
+    fn outer_axis_reductions_accumulate_four_vectors_per_row() {
+        // Sum over the 1000 rows of [1000, 64]: four accumulators, each with its row load and its
+        // pairwise stack, where 8 columns (under one group) have one.
+        let sum = |cols: usize| {
+            let f =
+                unary_chain(DType::F32, &[1000, cols], &[Prim::Reduce { op: ReduceOp::Sum, axes: vec![0] }]);
+            clif(&f).matches("load.f32x4").count()
+        };
+        assert_eq!(sum(64), super::REDUCE_COLUMNS * sum(8));
     }
 
     #[test]

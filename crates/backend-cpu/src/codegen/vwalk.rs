@@ -216,6 +216,9 @@ impl<'a, 'b> Emitter<'a, 'b> {
             Prim::Pad { low, interior, .. } => return self.vpad(e, low, interior, idx),
             Prim::StopGradient => return self.vvalue(ins[0], idx),
             Prim::Reduce { op, axes } => return self.vreduce(*op, axes, ins[0], idx),
+            Prim::DotGeneral { lhs_contracting, rhs_contracting, lhs_batch, rhs_batch, .. } => {
+                return self.vdot(e, (lhs_contracting, rhs_contracting), (lhs_batch, rhs_batch), idx);
+            }
             Prim::Rev { .. }
             | Prim::DynamicSlice { .. }
             | Prim::DynamicUpdateSlice
@@ -223,7 +226,6 @@ impl<'a, 'b> Emitter<'a, 'b> {
             | Prim::Cumulative { .. }
             | Prim::Gather { .. }
             | Prim::Sort { .. }
-            | Prim::DotGeneral { .. }
             | Prim::Scatter { .. }
             | Prim::SegmentSum { .. }
             | Prim::Threefry2x32
@@ -370,9 +372,95 @@ impl<'a, 'b> Emitter<'a, 'b> {
         Ok(Some(self.b.ins().select(valid, v, pv)))
     }
 
+    /// A `dot_general` whose lanes run along a free axis of one operand (`check::dot_lanes`): per
+    /// contracting index, in row-major order, `acc + l·r` from `0`, with that operand's lanes loaded
+    /// (strided when the axis is not its innermost: W4's `W·s` over a `[B, 4]` state) and the
+    /// other operand's scalar splatted — the scalar path's fold (`small_dot`) in every lane, so
+    /// bitwise equal.
+    fn vdot(
+        &mut self,
+        e: &'a Eqn,
+        (lc, rc): (&[usize], &[usize]),
+        (lb, rb): (&[usize], &[usize]),
+        idx: &[Value],
+    ) -> R<Option<Value>> {
+        if self.vs.pass <= self.vs.passes && !self.vs.needed {
+            return Ok(None);
+        }
+        let f = self.f;
+        let (slot, axis) = super::check::dot_lanes(f, e).ok_or_else(|| {
+            CompileError::Codegen("a dot_general without lanes reached the vector path".into())
+        })?;
+        let (l, r) = (e.inputs[0], e.inputs[1]);
+        let (lt, rt) = (f.var_type(l).clone(), f.var_type(r).clone());
+        let dt = lt.dtype;
+        let free = |rank: usize, c: &[usize], b: &[usize]| -> Vec<usize> {
+            (0..rank).filter(|d| !c.contains(d) && !b.contains(d)).collect()
+        };
+        let zero = self.iconst(0);
+        let (mut li, mut ri) = (vec![zero; lt.rank()], vec![zero; rt.rank()]);
+        let mut k = 0;
+        for (&a, &b) in lb.iter().zip(rb) {
+            (li[a], ri[b]) = (idx[k], idx[k]);
+            k += 1;
+        }
+        for &d in &free(lt.rank(), lc, lb) {
+            li[d] = idx[k];
+            k += 1;
+        }
+        for &d in &free(rt.rank(), rc, rb) {
+            ri[d] = idx[k];
+            k += 1;
+        }
+        let dims = [lt.shape.dims(), rt.shape.dims()][slot];
+        let stride = dims[axis + 1..].iter().product::<usize>() as i64;
+        let vty = self.vty(dt);
+        let acc = self.b.declare_var(vty);
+        let init = scalar::reduce_identity(self, ReduceOp::Sum, dt);
+        let vinit = self.b.ins().splat(vty, init);
+        self.b.def_var(acc, vinit);
+        let c_dims: Vec<usize> = lc.iter().map(|&d| lt.shape[d]).collect();
+        let mut missing = false;
+        self.for_each_index_unrolled(&c_dims, &mut |s, cidx| {
+            let (mut li, mut ri) = (li.clone(), ri.clone());
+            for (p, (&a, &b)) in lc.iter().zip(rc).enumerate() {
+                (li[a], ri[b]) = (cidx[p], cidx[p]);
+            }
+            let (vi, oi) = if slot == 0 { (&li, &ri) } else { (&ri, &li) };
+            let (v, other) = if slot == 0 { (l, r) } else { (r, l) };
+            let lanes = if stride == 1 { s.vvalue(v, vi)? } else { s.strided_leaf(v, vi, stride)? };
+            let Some(lanes) = lanes else {
+                missing = true;
+                return Ok(());
+            };
+            let y = s.splat_value(other, oi)?;
+            let (x, y) = if slot == 0 { (lanes, y) } else { (y, lanes) };
+            let p = s.vbinary(kiln_ir::BinaryOp::Mul, dt, x, y)?;
+            let a = s.b.use_var(acc);
+            let sum = s.vbinary(kiln_ir::BinaryOp::Add, dt, a, p)?;
+            s.b.def_var(acc, sum);
+            Ok(())
+        })?;
+        Ok(if missing { None } else { Some(self.b.use_var(acc)) })
+    }
+
     /// A lane-varying reduction over non-innermost axes: one accumulator per lane, in the
     /// interpreter's order.
     fn vreduce(&mut self, op: ReduceOp, axes: &[usize], x: Var, idx: &[Value]) -> R<Option<Value>> {
+        Ok(self.vreduce_group(op, axes, x, &[idx.to_vec()])?.pop().flatten())
+    }
+
+    /// [`Emitter::vreduce`] at several lane groups `idxs` (output indices, one vector each) in one
+    /// loop nest, each with its own accumulators: every lane folds in the same order as alone, so
+    /// the results are bitwise the same. A root sum over axis 0 of `[T, B]` rewards then reads
+    /// a cache line of each row per pass instead of one vector, in independent add chains.
+    pub(super) fn vreduce_group(
+        &mut self,
+        op: ReduceOp,
+        axes: &[usize],
+        x: Var,
+        idxs: &[Vec<Value>],
+    ) -> R<Vec<Option<Value>>> {
         let f = self.f;
         let in_dims = f.var_type(x).shape.dims().to_vec();
         let dt = f.dtype(x);
@@ -381,12 +469,14 @@ impl<'a, 'b> Emitter<'a, 'b> {
         let kept: Vec<usize> = (0..in_dims.len()).filter(|d| !axes.contains(d)).collect();
         let red_dims: Vec<usize> = reduced.iter().map(|&d| in_dims[d]).collect();
         let vty = self.vty(dt);
-        let acc = self.b.declare_var(vty);
+        let accs: Vec<_> = idxs.iter().map(|_| self.b.declare_var(vty)).collect();
         let init = scalar::reduce_identity(self, op, dt);
         let vinit = self.b.ins().splat(vty, init);
-        self.b.def_var(acc, vinit);
+        for &acc in &accs {
+            self.b.def_var(acc, vinit);
+        }
         let mut missing = false;
-        let full = |ridx: &[Value]| -> Vec<Value> {
+        let full = |idx: &[Value], ridx: &[Value]| -> Vec<Value> {
             (0..in_dims.len())
                 .map(|d| match reduced.iter().position(|&r| r == d) {
                     Some(k) => ridx[k],
@@ -395,13 +485,18 @@ impl<'a, 'b> Emitter<'a, 'b> {
                 .collect()
         };
         let mut step = |s: &mut Self, ridx: &[Value]| -> R<()> {
-            match s.vvalue(x, &full(ridx))? {
-                Some(v) => {
-                    let a = s.b.use_var(acc);
-                    let c = s.vcombine(op, dt, a, v);
-                    s.b.def_var(acc, c);
+            // Each group member walks the same occurrences (spill calls) of `x`'s tree.
+            let first = s.vs.next;
+            for (idx, &acc) in idxs.iter().zip(&accs) {
+                s.vs.next = first;
+                match s.vvalue(x, &full(idx, ridx))? {
+                    Some(v) => {
+                        let a = s.b.use_var(acc);
+                        let c = s.vcombine(op, dt, a, v);
+                        s.b.def_var(acc, c);
+                    }
+                    None => missing = true,
                 }
-                None => missing = true,
             }
             Ok(())
         };
@@ -409,10 +504,10 @@ impl<'a, 'b> Emitter<'a, 'b> {
         if !(pairwise::blocked(op, dt) && total as i64 > pairwise::BLOCK) {
             // The body is emitted once (and runs zero times where a reduced extent is 0).
             self.for_each_index(&red_dims, &mut |s, ridx| step(s, ridx))?;
-            return Ok(if missing { None } else { Some(self.b.use_var(acc)) });
+            return Ok(accs.iter().map(|&acc| (!missing).then(|| self.b.use_var(acc))).collect());
         }
         // Long float sums/products: per lane, blocks of the innermost reduced axis, combined pairwise.
-        let pw = pairwise::Pairwise::new(self, vty, op);
+        let pws: Vec<_> = accs.iter().map(|_| pairwise::Pairwise::new(self, vty, op)).collect();
         let (outer, m) = (&red_dims[..red_dims.len() - 1], red_dims[red_dims.len() - 1] as i64);
         self.for_each_index(outer, &mut |s, oidx| {
             let (start, end) = (s.iconst(0), s.iconst(m));
@@ -421,20 +516,25 @@ impl<'a, 'b> Emitter<'a, 'b> {
                 let bend = s.b.ins().smin(bend, end);
                 let init = scalar::reduce_identity(s, op, dt);
                 let vinit = s.b.ins().splat(vty, init);
-                s.b.def_var(acc, vinit);
+                for &acc in &accs {
+                    s.b.def_var(acc, vinit);
+                }
                 s.for_range_from(c, bend, &mut |s, j| {
                     let mut ridx = oidx.to_vec();
                     ridx.push(j);
                     step(s, &ridx)
                 })?;
-                let a = s.b.use_var(acc);
-                pw.push(s, a)
+                for (pw, &acc) in pws.iter().zip(&accs) {
+                    let a = s.b.use_var(acc);
+                    pw.push(s, a)?;
+                }
+                Ok(())
             })
         })?;
         if missing {
-            return Ok(None);
+            return Ok(vec![None; idxs.len()]);
         }
-        pw.finish(self, vinit).map(Some)
+        pws.iter().map(|pw| pw.finish(self, vinit).map(Some)).collect()
     }
 
     /// A transcendental occurrence (see the module docs for the passes).
