@@ -18,6 +18,14 @@ use std::time::Duration;
 /// may want ~10× less: [`CompileOptions::min_task_work`](crate::CompileOptions) overrides it.
 pub(crate) const MIN_TASK_UNITS: u64 = 1 << 20;
 
+/// The least work per step of each row range of a split scan (`Control::plan_split`), unless
+/// [`CompileOptions::min_task_work`](crate::CompileOptions) is set. Each range pays a fixed cost per
+/// step (its pointer tables, the kernels' prologues), and the loop's end waits for the slower
+/// range. Measured on W4's cart-pole step (`examples/bench_kiln`, alternating 1- and 2-thread
+/// runs): B = 1024 (~100 k units per range and step) ran 1.6–1.9× faster split in two, B = 64
+/// (~6.5 k) 0.9–1.15×, with a wider spread.
+pub(crate) const MIN_SPLIT_STEP_UNITS: u64 = 1 << 15;
+
 /// Units of a per-element call into Rust (`exp`, `sin`, `pow`...): `exp(x)` on f32 measured
 /// 3.2 ns per element (same bench) against ~0.22 ns per unit of plain arithmetic: ≈ 16.
 const CALL_UNITS: u64 = 16;

@@ -181,3 +181,25 @@ fn gathers_along_another_axis_read_their_own_row() {
         g:f32[37,3] = slice[start=(0, 0) limit=(37, 3) strides=(1, 1)] p";
     assert!(!check(&body(rows), &args, 1e-4));
 }
+
+#[test]
+fn by_default_a_range_needs_enough_work_per_step() {
+    // The policy step at 37 rows is a few µs per step: split only when forced (above). At 4096
+    // rows each of two ranges has ~50 k units per step (over `MIN_SPLIT_STEP_UNITS`).
+    let plan = |rows: usize| {
+        let src = policy_step(false).replace("37", &rows.to_string());
+        let f: Function = parse(&src).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let o = CompileOptions {
+            threads: Some(2),
+            dump_dir: Some(dir.path().to_path_buf()),
+            min_task_work: None,
+            multi_output: true,
+        };
+        compile_with(&f, &o).unwrap();
+        let folder = std::fs::read_dir(dir.path()).unwrap().next().unwrap().unwrap().path();
+        std::fs::read_to_string(folder.join("plan.txt")).unwrap()
+    };
+    assert!(!plan(37).contains("rows split"));
+    assert!(plan(4096).contains("rows split into 2 ranges"));
+}
