@@ -232,6 +232,7 @@ fn generated_programs_exercise_the_rules() {
         "transpose_of_broadcast",
         "reshape_of_broadcast",
         "slice_slice",
+        "select_of_select",
     ] {
         assert!(fired.get(rule).copied().unwrap_or(0) > 0, "{rule} never fired: {fired:?}");
     }

@@ -143,6 +143,33 @@ fn select_const() {
 }
 
 #[test]
+fn select_of_select() {
+    // Both arms, and a different inner predicate (not rewritten).
+    for (body, kept) in [
+        ("c:f32[16] = select p a b  d:f32[16] = select p c b", 1),
+        ("c:f32[16] = select p a b  d:f32[16] = select p a c", 1),
+    ] {
+        let src = format!("{{ lambda p:bool[16] a:f32[16] b:f32[16] . let {body} in (d) }}");
+        let g = fires("select_of_select", &src);
+        assert_eq!(g.eqns.len(), kept, "{g}");
+    }
+    does_not_fire(
+        "select_of_select",
+        "{ lambda p:bool[16] q:bool[16] a:f32[16] b:f32[16] . let c:f32[16] = select q a b  d:f32[16] = select p c b in (d) }",
+        false,
+    );
+}
+
+#[test]
+fn and_or_self() {
+    let g = fires(
+        "and_or_self",
+        "{ lambda p:bool[16] x:i32[16] . let q:bool[16] = and p p  r:bool[16] = or q q  y:i32[16] = and x x in (r, y) }",
+    );
+    assert!(g.eqns.is_empty(), "{g}");
+}
+
+#[test]
 fn abs_non_negative_and_not_unproved() {
     let g = fires(
         "abs_non_negative",

@@ -59,6 +59,8 @@ pub const RULES: &[Rule] = &[
     rule!(max_min_self, false),
     rule!(select_same, false),
     rule!(select_const, false),
+    rule!(select_of_select, false),
+    rule!(and_or_self, false),
     rule!(abs_non_negative, false),
     rule!(is_finite_of_finite, false),
     rule!(convert_same, false),
@@ -284,6 +286,32 @@ fn select_const(ctx: &Ctx, _: Id, node: &Node) -> Option<Term> {
         }
         _ => None,
     }
+}
+
+/// `select(p, select(p, a, b), c) → select(p, a, c)` and `select(p, a, select(p, b, c)) →
+/// select(p, a, c)`: where `p` holds the inner select picks `a` as the outer does, elsewhere the
+/// outer one never reads it. Exact (a selection). The gradient of a `where`/`relu` chain nests
+/// these (W5's backward pass: three deep).
+fn select_of_select(ctx: &Ctx, _: Id, node: &Node) -> Option<Term> {
+    let (Prim::Select, [p, a, c]) = op(node, ctx.g)? else { return None };
+    let p = ctx.g.find(*p);
+    let inner = |x: Id| {
+        defs(ctx.g, x).find_map(|(q, ys)| match (q, ys) {
+            (Prim::Select, [q, t, f]) if ctx.g.find(*q) == p => Some((*t, *f)),
+            _ => None,
+        })
+    };
+    let select = |t: Id, f: Id| Term::Op(Prim::Select, vec![Term::Class(p), Term::Class(t), Term::Class(f)]);
+    if let Some((t, _)) = inner(*a) {
+        return Some(select(t, *c));
+    }
+    inner(*c).map(|(_, f)| select(*a, f))
+}
+
+/// `and(x, x) → x`, `or(x, x) → x` (bools and integers, bit by bit): exact.
+fn and_or_self(ctx: &Ctx, _: Id, node: &Node) -> Option<Term> {
+    let (a, b) = as_binary(ctx, node, BinaryOp::And).or_else(|| as_binary(ctx, node, BinaryOp::Or))?;
+    (ctx.g.find(a) == ctx.g.find(b)).then_some(Term::Class(a))
 }
 
 /// `abs(x) → x` when the analysis proves every element has a clear sign bit (so not -0.0, not NaN).
