@@ -18,8 +18,8 @@ use std::time::Duration;
 /// may want ~10× less: [`CompileOptions::min_task_work`](crate::CompileOptions) overrides it.
 pub(crate) const MIN_TASK_UNITS: u64 = 1 << 20;
 
-/// The least work per step of each row range of a split scan (`Control::plan_split`), unless
-/// [`CompileOptions::min_task_work`](crate::CompileOptions) is set. Each range pays a fixed cost per
+/// The least work per step of each row range of a split scan (`Control::plan_split`), or
+/// [`CompileOptions::min_task_work`](crate::CompileOptions) where that is lower. Each range pays a fixed cost per
 /// step (its pointer tables, the kernels' prologues), and the loop's end waits for the slower
 /// range. Measured on W4's cart-pole step (`examples/bench_kiln`, alternating 1- and 2-thread
 /// runs): B = 1024 (~100 k units per range and step) ran 1.6–1.9× faster split in two, B = 64

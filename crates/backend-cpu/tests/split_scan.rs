@@ -47,7 +47,9 @@ fn check(src: &str, args: &[Array], tol: f32) -> bool {
         }
     }
     assert!(!plan_text(&f, 1).contains("rows split"), "one thread never splits");
-    plan_text(&f, 2).contains("rows split into 2 ranges")
+    let split = plan_text(&f, 2).contains("rows split into 2 ranges");
+    assert_eq!(plan_text(&f, 3).contains("rows split into 3 ranges"), split);
+    split
 }
 
 /// A cart-pole-like step `vmap`ped over 37 environments (W4's shape): a policy `tanh(w·s + b)`
@@ -116,17 +118,18 @@ fn a_body_reading_another_row_of_its_carry_is_not_split() {
     // (Mixing rows makes the state grow, and the JIT's transcendentals' last-bit differences
     // with it.)
     assert!(!check(&shifted, &policy_args(), 1e-4));
-    // A carry summed over the batch (every row reads all rows).
-    let summed = "{ lambda s0:f32[37] t0:f32[] . let
-    fs:f32[37] ft:f32[] = scan[length=20 reverse=false num_consts=0 num_carry=2 body={ lambda s:f32[37] t:f32[] . let
-        m:f32[] = reduce_sum[axes=(0,)] s
-        mb:f32[37] = broadcast_in_dim[shape=(37,) broadcast_dimensions=()] m
-        h:f32[37] = mul s mb
-        z:f32[37] = sin h
-        t2:f32[] = add t m
-      in (z, t2) }] s0 t0
-  in (fs, ft) }";
-    assert!(!check(summed, &[f32s(&[37], 3, 0.5), Array::scalar(0.25f32)], 1e-5));
+    // A column sum over the batch scaling every row: each row reads all rows. (The sum is a
+    // kernel of its own, over 4 rows, so the body's kernels also differ in rows; the `rev` above
+    // and the axis-0 gather below are the same-rows cases.)
+    let summed = "{ lambda s0:f32[37,4] . let
+    fs:f32[37,4] = scan[length=20 reverse=false num_consts=0 num_carry=1 body={ lambda s:f32[37,4] . let
+        m:f32[4] = reduce_sum[axes=(0,)] s
+        mb:f32[37,4] = broadcast_in_dim[shape=(37, 4) broadcast_dimensions=(1,)] m
+        h:f32[37,4] = mul s mb
+        z:f32[37,4] = sin h
+      in (z) }] s0
+  in (fs) }";
+    assert!(!check(summed, &[f32s(&[37, 4], 3, 0.5)], 1e-4));
 }
 
 #[test]
@@ -202,4 +205,34 @@ fn by_default_a_range_needs_enough_work_per_step() {
     };
     assert!(!plan(37).contains("rows split"));
     assert!(plan(4096).contains("rows split into 2 ranges"));
+}
+
+#[test]
+fn carries_of_several_ranks_single_steps_and_carry_free_scans_split() {
+    // Two carries ([37, 3] and [37]) and ys of both kinds, for 1 and 7 steps.
+    let body = |length: usize| {
+        format!(
+            "{{ lambda s0:f32[37,3] v0:f32[37] xs:f32[{length},37] . let
+    fs:f32[37,3] fv:f32[37] ys:f32[{length},37,3] zs:f32[{length},37] = scan[length={length} reverse=false num_consts=0 num_carry=2 body={{ lambda s:f32[37,3] v:f32[37] x:f32[37] . let
+        r:f32[37] = reduce_sum[axes=(1,)] s
+        w:f32[37] = add v r
+        vb:f32[37,3] = broadcast_in_dim[shape=(37, 3) broadcast_dimensions=(0,)] w
+        t:f32[37,3] = tanh vb
+        u:f32[37,3] = add s t
+        y:f32[37] = mul w x
+      in (u, y, t, w) }}] s0 v0 xs
+  in (fs, fv, ys, zs) }}"
+        )
+    };
+    for length in [1, 7] {
+        let args = [f32s(&[37, 3], 1, 1.0), f32s(&[37], 2, 1.0), f32s(&[length, 37], 3, 1.0)];
+        assert!(check(&body(length), &args, 1e-5), "length {length}");
+    }
+    // No carry: the steps are independent (ys only), here in reverse.
+    let free = "{ lambda xs:f32[5,37] . let
+    ys:f32[5,37] = scan[length=5 reverse=true num_consts=0 num_carry=0 body={ lambda x:f32[37] . let
+        e:f32[37] = exp x
+      in (e) }] xs
+  in (ys) }";
+    assert!(check(free, &[f32s(&[5, 37], 4, 1.0)], 1e-6));
 }

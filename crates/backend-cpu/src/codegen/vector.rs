@@ -349,7 +349,10 @@ impl<'a, 'b> Emitter<'a, 'b> {
                     _ => None,
                 };
                 let want = if grouped.is_some() { REDUCE_COLUMNS } else { UNROLL_MAP };
-                let unroll = if seg.1 - seg.0 >= (want * s.vs.lanes) as i64 { want } else { 1 };
+                let unroll = [want, UNROLL_MAP, 1]
+                    .into_iter()
+                    .find(|&u| seg.1 - seg.0 >= (u * s.vs.lanes) as i64)
+                    .unwrap_or(1);
                 // The group's vectors, computed at slot 0 and handed out to the later slots.
                 let mut pending: Vec<Option<Value>> = Vec::new();
                 s.row(
@@ -646,13 +649,14 @@ mod tests {
     #[test]
     fn outer_axis_reductions_accumulate_four_vectors_per_row() {
         // Sum over the 1000 rows of [1000, 64]: four accumulators, each with its row load and its
-        // pairwise stack, where 8 columns (under one group) have one.
+        // pairwise stack, where 4 columns (one vector) have one; 8 columns, two.
         let sum = |cols: usize| {
             let f =
                 unary_chain(DType::F32, &[1000, cols], &[Prim::Reduce { op: ReduceOp::Sum, axes: vec![0] }]);
             clif(&f).matches("load.f32x4").count()
         };
-        assert_eq!(sum(64), super::REDUCE_COLUMNS * sum(8));
+        assert_eq!(sum(64), super::REDUCE_COLUMNS * sum(4));
+        assert_eq!(sum(8), 2 * sum(4));
     }
 
     #[test]

@@ -181,17 +181,19 @@ impl Control {
     /// body computes, only in the row it writes ([`Executable::row_split`]): row range `lo..hi` of
     /// step `t + 1` then depends only on rows `lo..hi` of step `t`. Each range gets its own sub
     /// arena, since the body's buffers of different row sizes may share arena bytes. `threads`
-    /// and `min_task` as for kernels ([`cost::kernel_chunks`]), on the work of the whole loop; by
-    /// default each range also needs [`cost::MIN_SPLIT_STEP_UNITS`] of work per step.
+    /// and `min_task` as for kernels ([`cost::kernel_chunks`]), on the work of the whole loop; each
+    /// range also needs [`cost::MIN_SPLIT_STEP_UNITS`] of work per step (or `min_task`, if lower).
+    /// The split path allocates its ranges' pointer tables once per call, not per step.
     pub(crate) fn plan_split(&mut self, threads: usize, min_task: Option<u64>) {
         let Control::Scan { body, frame, length, nc, nk, split, .. } = self else { return };
         *split = body.row_split(*nc, *nk).and_then(|(rows, units)| {
             let whole = cost::kernel_chunks(units.saturating_mul(*length as u64), rows, threads, min_task);
-            let per_step = match min_task {
-                Some(_) => whole,
-                None => whole.min(usize::try_from(units / cost::MIN_SPLIT_STEP_UNITS).unwrap_or(usize::MAX)),
+            let step_min = min_task.map_or(cost::MIN_SPLIT_STEP_UNITS, |m| m.min(cost::MIN_SPLIT_STEP_UNITS));
+            let chunks = match units.checked_div(step_min) {
+                Some(n) => whole.min(usize::try_from(n).unwrap_or(usize::MAX)),
+                None => whole,
             };
-            (per_step > 1).then_some(Split { rows, chunks: per_step })
+            (chunks > 1).then_some(Split { rows, chunks })
         });
         frame.set_sub_arenas(split.as_ref().map_or(1, |s| s.chunks));
     }
