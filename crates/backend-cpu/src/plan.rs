@@ -454,18 +454,21 @@ fn compile_at(
                         let work = (*n * THREEFRY_OPS) as u64;
                         *chunks = cost::kernel_chunks(work, *n as i64, thread_count, min_task);
                     }
+                    Op::Dot(d) => {
+                        let (work, rows) = d.work();
+                        d.set_chunks(cost::kernel_chunks(work, rows, thread_count, min_task));
+                    }
                     // A scan whose rows evolve independently splits them for the whole loop;
                     // other control steps split inside their bodies.
                     Op::Control(c) => {
                         c.plan_split(thread_count, min_task);
                         scratch_bytes = c.scratch_bytes();
                     }
-                    // Not split here (gemm follows matrixmultiply's own setting; sort, scatter
-                    // and cumulative scans are sequential by their semantics here).
+                    // Not split here (sort, scatter and cumulative scans are sequential by their
+                    // semantics here).
                     Op::Kernel { .. }
                     | Op::SegmentKernel { .. }
                     | Op::Cumulative(_)
-                    | Op::Dot(_)
                     | Op::Sort(_)
                     | Op::Scatter(_) => {}
                 }

@@ -225,3 +225,44 @@ fn tiny_matrix_vector_products_are_kernels_whatever_their_contraction() {
         assert!(got[0].bitwise_eq(&want[0]), "{:?}·{:?}", c.lhs, c.rhs);
     }
 }
+
+#[test]
+fn gemm_row_blocks_give_the_same_bits_for_any_thread_count() {
+    // Row blocks of each batch's gemm over threads (forced by `min_task_work: Some(0)`): the same
+    // bits as one thread, non-integer values included, for an odd row count, a batch and every dtype.
+    let cases = [
+        Case { lhs: &[257, 70], rhs: &[70, 45], lc: &[1], rc: &[0], lb: &[], rb: &[] },
+        Case { lhs: &[70, 33], rhs: &[70, 45], lc: &[0], rc: &[0], lb: &[], rb: &[] },
+        Case { lhs: &[3, 41, 17], rhs: &[3, 17, 9], lc: &[2], rc: &[1], lb: &[0], rb: &[0] },
+    ];
+    for c in &cases {
+        for dt in [DType::F32, DType::F64, DType::I32] {
+            let real = |dims: &[usize], seed| {
+                let x = reals(dims, seed);
+                match dt {
+                    DType::F64 => {
+                        Array::from_vec(dims, x.to_vec::<f32>().unwrap().into_iter().map(f64::from).collect())
+                    }
+                    _ => x,
+                }
+            };
+            let (l, r) = match dt {
+                DType::F32 | DType::F64 => (real(c.lhs, 11), real(c.rhs, 12)),
+                _ => (ints(dt, c.lhs, 11), ints(dt, c.rhs, 12)),
+            };
+            let f = dot_function(l.ty(), r.ty(), dot(c, None));
+            let serial = compile_with(&f, &opts()).unwrap().run(&[l.clone(), r.clone()]).unwrap();
+            for threads in 2..=4 {
+                let o = CompileOptions { threads: Some(threads), min_task_work: Some(0), ..opts() };
+                let dir = tempfile::tempdir().unwrap();
+                let exe = compile_with(&f, &CompileOptions { dump_dir: Some(dir.path().to_path_buf()), ..o })
+                    .unwrap();
+                let folder = std::fs::read_dir(dir.path()).unwrap().next().unwrap().unwrap().path();
+                let plan = std::fs::read_to_string(folder.join("plan.txt")).unwrap();
+                assert!(plan.contains(&format!("rows in {threads} blocks")), "{plan}");
+                let got = exe.run(&[l.clone(), r.clone()]).unwrap();
+                assert!(got[0].bitwise_eq(&serial[0]), "{dt:?} {:?}·{:?} on {threads} threads", c.lhs, c.rhs);
+            }
+        }
+    }
+}

@@ -11,14 +11,23 @@
 //! dtype, the operand is packed with each element converted (XLA's `convert`, as the interpreter does
 //! before its dot), so the gemm runs in the result dtype.
 //!
-//! Gemm stays on the calling thread. Measured for f32 784×512×256 on the 2-vCPU dev VM (load 4–5,
-//! median of 40, three runs): plain `sgemm` 2.58–2.71 ms; matrixmultiply's `threading` feature with
-//! 2 threads 2.14–3.00 ms (0.86–1.27×); two row blocks over a 2-thread rayon pool 2.84–2.94 ms
-//! (0.88–0.96×). No reliable gain, and `threading` sizes its pool from `MATMUL_NUM_THREADS`
-//! process-wide, so it could not honour `CompileOptions::threads: Some(1)`.
+//! Large gemms split their rows (`m`) into contiguous blocks over the executable's threads, one
+//! `sgemm` per block: each result element is the same micro-kernel sum over the same `k` blocks
+//! as unsplit, so results are bitwise the same for any thread count (the packed `rhs` panels are
+//! packed once per block). Measured on the 2-vCPU dev VM: under load 4–5 (other builds on the
+//! second core) two row blocks of f32 784×512×256 gave no gain (2.84–2.94 against 2.58–2.71 ms);
+//! with the second core free, W5 (`examples/bench_kiln`, alternating 1- and 2-thread runs, best
+//! calls) went from 1.58 to 0.99–1.02 ms forward and from 3.61 to 2.37–2.47 ms with its gradient.
+//! matrixmultiply's own `threading` feature sizes its pool from `MATMUL_NUM_THREADS` process-wide,
+//! so it could not honour `CompileOptions::threads`.
 
+use super::parallel::Threads;
 use crate::CompileError;
 use kiln_ir::{DType, TensorType};
+
+/// Multiply-adds of a gemm per work unit of [`crate::cost::MIN_TASK_UNITS`] (~0.22 ns): sgemm ran
+/// 784×512×256 (103 M multiply-adds) in 1.4–2.6 ms on one core, ~0.02 ns each.
+pub(crate) const GEMM_MACS_PER_UNIT: u64 = 10;
 
 /// The most dims a packed operand may have (the odometer lives on the stack).
 const MAX_RANK: usize = 16;
@@ -186,6 +195,8 @@ pub(crate) struct DotPlan {
     n: usize,
     lhs: Operand,
     rhs: Operand,
+    /// Row blocks of each batch's gemm, over threads (1: on the calling thread).
+    chunks: usize,
 }
 
 impl DotPlan {
@@ -213,7 +224,24 @@ impl DotPlan {
             n: size(rhs, &rf),
             lhs: Operand::new(lhs, batch.0, &lf, contracting.0, dtype),
             rhs: Operand::new(rhs, batch.1, contracting.1, &rf, dtype),
+            chunks: 1,
         })
+    }
+
+    /// (work units, rows) for the thread split: multiply-adds over [`GEMM_MACS_PER_UNIT`], and `m`.
+    pub(crate) fn work(&self) -> (u64, i64) {
+        let macs = (self.batch * self.m * self.k * self.n) as u64;
+        (macs / GEMM_MACS_PER_UNIT, self.m as i64)
+    }
+
+    /// Splits each batch's rows into `chunks` blocks over threads.
+    pub(crate) fn set_chunks(&mut self, chunks: usize) {
+        self.chunks = chunks.max(1);
+    }
+
+    /// Row blocks per batch (1: serial).
+    pub(crate) fn chunks(&self) -> usize {
+        self.chunks
     }
 
     /// Multiply-adds counted as two operations: `2·batch·m·k·n`.
@@ -244,8 +272,9 @@ impl DotPlan {
     /// One line for the plan listing: sizes and which operands are packed.
     pub(crate) fn describe(&self) -> String {
         let how = |o: &Operand| if o.is_packed() { "packed" } else { "in place" };
+        let split = if self.chunks > 1 { format!(", rows in {} blocks", self.chunks) } else { String::new() };
         format!(
-            "gemm {}×[{}×{}]·[{}×{}]: lhs {}, rhs {}",
+            "gemm {}×[{}×{}]·[{}×{}]: lhs {}, rhs {}{split}",
             self.batch,
             self.m,
             self.k,
@@ -282,7 +311,14 @@ impl DotPlan {
 
     /// # Safety
     /// Operands and output have the planned types; `scratch` has `scratch_bytes()` bytes.
-    pub(crate) unsafe fn run(&self, lhs: *const u8, rhs: *const u8, out: *mut u8, scratch: *mut u8) {
+    pub(crate) unsafe fn run(
+        &self,
+        lhs: *const u8,
+        rhs: *const u8,
+        out: *mut u8,
+        scratch: *mut u8,
+        threads: &Threads,
+    ) {
         let s = self.dtype.size_bytes();
         let (m, k, n) = (self.m, self.k, self.n);
         let (pa, pb) = (scratch, scratch.wrapping_add(self.packed().0.next_multiple_of(64)));
@@ -306,44 +342,73 @@ impl DotPlan {
                 let a = self.block(&self.lhs, lhs, pa, bi, m, k);
                 let b = self.block(&self.rhs, rhs, pb, bi, k, n);
                 let c = out.add(bi * m * n * s);
-                let (ars, acs, brs, bcs) = (a.rs as isize, a.cs as isize, b.rs as isize, b.cs as isize);
-                let ni = n as isize;
-                match self.dtype {
-                    DType::F32 => matrixmultiply::sgemm(
-                        m,
-                        k,
-                        n,
-                        1.0,
-                        a.ptr.cast(),
-                        ars,
-                        acs,
-                        b.ptr.cast(),
-                        brs,
-                        bcs,
-                        0.0,
-                        c.cast(),
-                        ni,
-                        1,
-                    ),
-                    DType::F64 => matrixmultiply::dgemm(
-                        m,
-                        k,
-                        n,
-                        1.0,
-                        a.ptr.cast(),
-                        ars,
-                        acs,
-                        b.ptr.cast(),
-                        brs,
-                        bcs,
-                        0.0,
-                        c.cast(),
-                        ni,
-                        1,
-                    ),
-                    DType::I32 | DType::U32 => int_gemm((m, k, n), a, b, c.cast()),
-                    DType::Bool => bool_gemm((m, k, n), a, b, c),
+                if self.chunks < 2 {
+                    self.gemm_rows(a, b, c, 0, m);
+                    continue;
                 }
+                // Blocks of rows `lo..hi`: disjoint result rows, operands only read.
+                let (ap, bp, cp) = (a.ptr as usize, b.ptr as usize, c as usize);
+                let (ars, acs, brs, bcs) = (a.rs, a.cs, b.rs, b.cs);
+                let rows = |lo: i64, hi: i64| {
+                    let a = Block { ptr: ap as *const u8, rs: ars, cs: acs };
+                    let b = Block { ptr: bp as *const u8, rs: brs, cs: bcs };
+                    // As above (SAFETY of the whole body): rows `lo..hi` of this batch's blocks.
+                    self.gemm_rows(a, b, cp as *mut u8, lo as usize, hi as usize);
+                };
+                threads.for_rows(m as i64, self.chunks, &rows);
+            }
+        }
+    }
+
+    /// Rows `lo..hi` of one batch's `[m, n]` result block `c` from the `[m, k]` block `a` and the
+    /// `[k, n]` block `b`.
+    ///
+    /// # Safety
+    /// The blocks address the planned operands and result; `lo ≤ hi ≤ m`.
+    unsafe fn gemm_rows(&self, a: Block, b: Block, c: *mut u8, lo: usize, hi: usize) {
+        let (k, n, s) = (self.k, self.n, self.dtype.size_bytes());
+        let a = Block { ptr: a.ptr.wrapping_add(lo * a.rs * s), ..a };
+        let c = c.wrapping_add(lo * n * s);
+        let m = hi - lo;
+        let (ars, acs, brs, bcs) = (a.rs as isize, a.cs as isize, b.rs as isize, b.cs as isize);
+        let ni = n as isize;
+        // SAFETY: per the contract.
+        unsafe {
+            match self.dtype {
+                DType::F32 => matrixmultiply::sgemm(
+                    m,
+                    k,
+                    n,
+                    1.0,
+                    a.ptr.cast(),
+                    ars,
+                    acs,
+                    b.ptr.cast(),
+                    brs,
+                    bcs,
+                    0.0,
+                    c.cast(),
+                    ni,
+                    1,
+                ),
+                DType::F64 => matrixmultiply::dgemm(
+                    m,
+                    k,
+                    n,
+                    1.0,
+                    a.ptr.cast(),
+                    ars,
+                    acs,
+                    b.ptr.cast(),
+                    brs,
+                    bcs,
+                    0.0,
+                    c.cast(),
+                    ni,
+                    1,
+                ),
+                DType::I32 | DType::U32 => int_gemm((m, k, n), a, b, c.cast()),
+                DType::Bool => bool_gemm((m, k, n), a, b, c),
             }
         }
     }

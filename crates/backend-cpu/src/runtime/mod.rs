@@ -95,7 +95,8 @@ impl Op {
             }
             Op::SegmentSum(p) => p.chunks() > 1,
             Op::Control(c) => c.parallel(),
-            Op::Cumulative(_) | Op::Dot(_) | Op::Sort(_) | Op::Scatter(_) => false,
+            Op::Dot(d) => d.chunks() > 1,
+            Op::Cumulative(_) | Op::Sort(_) | Op::Scatter(_) => false,
         }
     }
 }
@@ -408,7 +409,8 @@ impl Executable {
                 Op::Cumulative(c) => unsafe { c.run(ptr(&step.inputs[0]), ptr(&step.outputs[0])) },
                 // SAFETY (three arms): operand buffers have the types the plan was built for.
                 Op::Dot(d) => unsafe {
-                    d.run(ptr(&step.inputs[0]), ptr(&step.inputs[1]), ptr(&step.outputs[0]), scratch)
+                    let (l, r, o) = (ptr(&step.inputs[0]), ptr(&step.inputs[1]), ptr(&step.outputs[0]));
+                    d.run(l, r, o, scratch, &self.threads)
                 },
                 Op::Control(c) => unsafe { c.run(step, &ptr, scratch, &self.threads) },
                 Op::Threefry { n, chunks } => {
