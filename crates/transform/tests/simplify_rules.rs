@@ -143,6 +143,35 @@ fn select_const() {
 }
 
 #[test]
+fn transpose_of_dot() {
+    // xᵀ·g then ᵀ (a weight gradient), and a batched product with two free axes on one side.
+    let g = fires(
+        "transpose_of_dot",
+        "{ lambda x:f32[6,5] g:f32[6,3] . let
+            d:f32[5,3] = dot_general[lhs_contracting=(0,) rhs_contracting=(0,) lhs_batch=() rhs_batch=() preferred_element_type=none] x g
+            t:f32[3,5] = transpose[permutation=(1, 0)] d
+          in (t) }",
+    );
+    assert_eq!(g.eqns.iter().map(|e| e.prim.name()).collect::<Vec<_>>(), ["dot_general"], "{g}");
+    fires(
+        "transpose_of_dot",
+        "{ lambda a:f32[2,4,3,5] b:f32[2,5,6] . let
+            d:f32[2,4,3,6] = dot_general[lhs_contracting=(3,) rhs_contracting=(1,) lhs_batch=(0,) rhs_batch=(0,) preferred_element_type=none] a b
+            t:f32[2,6,4,3] = transpose[permutation=(0, 3, 1, 2)] d
+          in (t) }",
+    );
+    // A transpose inside the lhs-free block is not a swap of the operands.
+    does_not_fire(
+        "transpose_of_dot",
+        "{ lambda a:f32[4,3,5] b:f32[5,6] . let
+            d:f32[4,3,6] = dot_general[lhs_contracting=(2,) rhs_contracting=(0,) lhs_batch=() rhs_batch=() preferred_element_type=none] a b
+            t:f32[3,4,6] = transpose[permutation=(1, 0, 2)] d
+          in (t) }",
+        false,
+    );
+}
+
+#[test]
 fn select_of_select() {
     // Both arms, and a different inner predicate (not rewritten).
     for (body, kept) in [

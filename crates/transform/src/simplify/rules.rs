@@ -75,6 +75,7 @@ pub const RULES: &[Rule] = &[
     rule!(slice_of_broadcast, false),
     rule!(reshape_of_broadcast, false),
     rule!(transpose_of_broadcast, false),
+    rule!(transpose_of_dot, false),
     rule!(slice_slice, false),
     rule!(gather_of_iota, false),
     rule!(constant_fold, false),
@@ -471,6 +472,41 @@ fn reduce_sum_of_broadcast(ctx: &Ctx, id: Id, node: &Node) -> Option<Term> {
     };
     let scaled = if n == 1 { y_term } else { binary(BinaryOp::Mul, y_term, splat(count, &y_ty)) };
     Some(Term::Op(bcast, vec![scaled]))
+}
+
+/// `transpose(dot_general(a, b)) → dot_general(b, a)` when the transpose only swaps the result's
+/// lhs-free and rhs-free blocks (batch axes kept in front): the swapped product yields that layout
+/// directly, so no transposed copy is materialized (W5's weight gradients, `xᵀ·g` then `ᵀ`). Exact:
+/// each element multiplies the same pairs (IEEE products commute) and sums them in the same
+/// order, the contracting axes being paired as before.
+fn transpose_of_dot(ctx: &Ctx, _: Id, node: &Node) -> Option<Term> {
+    let (Prim::Transpose { permutation }, [x]) = op(node, ctx.g)? else { return None };
+    defs(ctx.g, *x).find_map(|(p, ys)| {
+        let Prim::DotGeneral {
+            lhs_contracting,
+            rhs_contracting,
+            lhs_batch,
+            rhs_batch,
+            preferred_element_type,
+        } = p
+        else {
+            return None;
+        };
+        let nb = lhs_batch.len();
+        let nl = ty(ctx.g, ys[0]).rank() - lhs_contracting.len() - nb;
+        let nr = ty(ctx.g, ys[1]).rank() - rhs_contracting.len() - nb;
+        let swapped: Vec<usize> = (0..nb).chain(nb + nl..nb + nl + nr).chain(nb..nb + nl).collect();
+        (nl > 0 && nr > 0 && *permutation == swapped).then(|| {
+            let dot = Prim::DotGeneral {
+                lhs_contracting: rhs_contracting.clone(),
+                rhs_contracting: lhs_contracting.clone(),
+                lhs_batch: rhs_batch.clone(),
+                rhs_batch: lhs_batch.clone(),
+                preferred_element_type: *preferred_element_type,
+            };
+            Term::Op(dot, vec![Term::Class(ys[1]), Term::Class(ys[0])])
+        })
+    })
 }
 
 /// `slice(broadcast(y)) → broadcast(slice'(y))`: slice only the real axes of `y`.
