@@ -759,6 +759,36 @@ impl<'a, 'b> Emitter<'a, 'b> {
         }
     }
 
+    /// The lhs and rhs indices of a `dot_general` output index `idx` (batch, lhs free, rhs free),
+    /// with the contracting positions at 0 (set per contracting index by the caller).
+    pub(super) fn dot_operand_indices(
+        &mut self,
+        (l_rank, r_rank): (usize, usize),
+        (lc, rc): (&[usize], &[usize]),
+        (lb, rb): (&[usize], &[usize]),
+        idx: &[Value],
+    ) -> (Vec<Value>, Vec<Value>) {
+        let free = |rank: usize, c: &[usize], b: &[usize]| -> Vec<usize> {
+            (0..rank).filter(|d| !c.contains(d) && !b.contains(d)).collect()
+        };
+        let zero = self.iconst(0);
+        let (mut li, mut ri) = (vec![zero; l_rank], vec![zero; r_rank]);
+        let mut k = 0;
+        for (&a, &b) in lb.iter().zip(rb) {
+            (li[a], ri[b]) = (idx[k], idx[k]);
+            k += 1;
+        }
+        for d in free(l_rank, lc, lb) {
+            li[d] = idx[k];
+            k += 1;
+        }
+        for d in free(r_rank, rc, rb) {
+            ri[d] = idx[k];
+            k += 1;
+        }
+        (li, ri)
+    }
+
     /// A small `dot_general` (a kernel root, see [`crate::fusion::SMALL_DOT_CONTRACTION`] and
     /// [`crate::fusion::TINY_DOT_MACS`]): the
     /// output index is (batch, lhs free, rhs free); the value is `0 + l·r + l·r + ...` over the
@@ -775,25 +805,7 @@ impl<'a, 'b> Emitter<'a, 'b> {
         let (l, r) = (e.inputs[0], e.inputs[1]);
         let (lt, rt) = (f.var_type(l).clone(), f.var_type(r).clone());
         let (in_dt, out_dt) = (lt.dtype, f.dtype(e.outputs[0]));
-        let free = |rank: usize, c: &[usize], b: &[usize]| -> Vec<usize> {
-            (0..rank).filter(|d| !c.contains(d) && !b.contains(d)).collect()
-        };
-        let (lf, rf) = (free(lt.rank(), lc, lb), free(rt.rank(), rc, rb));
-        let zero = self.iconst(0);
-        let (mut li, mut ri) = (vec![zero; lt.rank()], vec![zero; rt.rank()]);
-        let mut k = 0;
-        for (&a, &b) in lb.iter().zip(rb) {
-            (li[a], ri[b]) = (idx[k], idx[k]);
-            k += 1;
-        }
-        for &d in &lf {
-            li[d] = idx[k];
-            k += 1;
-        }
-        for &d in &rf {
-            ri[d] = idx[k];
-            k += 1;
-        }
+        let (li, ri) = self.dot_operand_indices((lt.rank(), rt.rank()), (lc, rc), (lb, rb), idx);
         let acc = self.b.declare_var(clif_type(out_dt));
         let init = scalar::reduce_identity(self, kiln_ir::ReduceOp::Sum, out_dt);
         self.b.def_var(acc, init);

@@ -394,24 +394,7 @@ impl<'a, 'b> Emitter<'a, 'b> {
         let (l, r) = (e.inputs[0], e.inputs[1]);
         let (lt, rt) = (f.var_type(l).clone(), f.var_type(r).clone());
         let dt = lt.dtype;
-        let free = |rank: usize, c: &[usize], b: &[usize]| -> Vec<usize> {
-            (0..rank).filter(|d| !c.contains(d) && !b.contains(d)).collect()
-        };
-        let zero = self.iconst(0);
-        let (mut li, mut ri) = (vec![zero; lt.rank()], vec![zero; rt.rank()]);
-        let mut k = 0;
-        for (&a, &b) in lb.iter().zip(rb) {
-            (li[a], ri[b]) = (idx[k], idx[k]);
-            k += 1;
-        }
-        for &d in &free(lt.rank(), lc, lb) {
-            li[d] = idx[k];
-            k += 1;
-        }
-        for &d in &free(rt.rank(), rc, rb) {
-            ri[d] = idx[k];
-            k += 1;
-        }
+        let (li, ri) = self.dot_operand_indices((lt.rank(), rt.rank()), (lc, rc), (lb, rb), idx);
         let dims = [lt.shape.dims(), rt.shape.dims()][slot];
         let stride = dims[axis + 1..].iter().product::<usize>() as i64;
         let vty = self.vty(dt);
