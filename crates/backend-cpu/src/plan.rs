@@ -389,14 +389,14 @@ fn compile_at(
                         Op::SegmentKernel { kernel: handle, rows, chunks, ids, out_bytes: bytes(out) }
                     }
                     _ => {
-                        let row_local = leaves
-                            .iter()
-                            .map(|&v| {
-                                members
-                                    .iter()
-                                    .all(|m| grouping::row_local(f, m.0, &inline, &[v], &|w| resolve(&w)))
-                            })
-                            .collect();
+                        // Only a control-flow body can be a split scan's (`Executable::row_split`);
+                        // a function the user calls never asks, so it is not walked for it.
+                        let local = |v: Var| {
+                            !top && members
+                                .iter()
+                                .all(|m| grouping::row_local(f, m.0, &inline, &[v], &|w| resolve(&w)))
+                        };
+                        let row_local = leaves.iter().map(|&v| local(v)).collect();
                         Op::Kernel { kernel: handle, rows, chunks, row_local, units }
                     }
                 };

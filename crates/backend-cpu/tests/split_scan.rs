@@ -236,3 +236,16 @@ fn carries_of_several_ranks_single_steps_and_carry_free_scans_split() {
   in (ys) }";
     assert!(check(free, &[f32s(&[5, 37], 4, 1.0)], 1e-6));
 }
+
+#[test]
+fn an_empty_batch_runs_and_is_not_split() {
+    // No environments: the loop runs on empty rows, as the interpreter does, with nothing to split.
+    let src = policy_step(false).replace("37", "0");
+    let args = [
+        Array::from_vec(&[4], vec![0.5f32, 1.0, 2.0, -0.3]),
+        Array::scalar(0.1f32),
+        f32s(&[0, 4], 7, 0.1),
+        f32s(&[30, 0], 9, 0.01),
+    ];
+    assert!(!check(&src, &args, 1e-5));
+}

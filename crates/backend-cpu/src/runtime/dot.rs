@@ -372,41 +372,17 @@ impl DotPlan {
         let m = hi - lo;
         let (ars, acs, brs, bcs) = (a.rs as isize, a.cs as isize, b.rs as isize, b.cs as isize);
         let ni = n as isize;
+        // matrixmultiply's `sgemm` and `dgemm` take the same arguments in their element type.
+        macro_rules! float_gemm {
+            ($gemm:path) => {
+                $gemm(m, k, n, 1.0, a.ptr.cast(), ars, acs, b.ptr.cast(), brs, bcs, 0.0, c.cast(), ni, 1)
+            };
+        }
         // SAFETY: per the contract.
         unsafe {
             match self.dtype {
-                DType::F32 => matrixmultiply::sgemm(
-                    m,
-                    k,
-                    n,
-                    1.0,
-                    a.ptr.cast(),
-                    ars,
-                    acs,
-                    b.ptr.cast(),
-                    brs,
-                    bcs,
-                    0.0,
-                    c.cast(),
-                    ni,
-                    1,
-                ),
-                DType::F64 => matrixmultiply::dgemm(
-                    m,
-                    k,
-                    n,
-                    1.0,
-                    a.ptr.cast(),
-                    ars,
-                    acs,
-                    b.ptr.cast(),
-                    brs,
-                    bcs,
-                    0.0,
-                    c.cast(),
-                    ni,
-                    1,
-                ),
+                DType::F32 => float_gemm!(matrixmultiply::sgemm),
+                DType::F64 => float_gemm!(matrixmultiply::dgemm),
                 DType::I32 | DType::U32 => int_gemm((m, k, n), a, b, c.cast()),
                 DType::Bool => bool_gemm((m, k, n), a, b, c),
             }
