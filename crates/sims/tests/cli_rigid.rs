@@ -143,3 +143,55 @@ fn apg_refuses_a_folder_holding_other_files() {
     assert!(stderr.contains("notes.txt") && stderr.contains("--out"), "{stderr}");
     assert_eq!(listing(&out), vec!["notes.txt"]);
 }
+
+#[test]
+fn rollout_rejects_a_bad_json_path_before_running() {
+    fails_cleanly(
+        "r-json",
+        &[
+            "rollout",
+            "--env",
+            "inverted_pendulum",
+            "--batch",
+            "2",
+            "--steps",
+            "5",
+            "--json",
+            "no/such/dir/r.json",
+        ],
+        &["--json no/such/dir/r.json", "folder no/such/dir"],
+    );
+    fails_cleanly(
+        "r-json-dir",
+        &["rollout", "--batch", "2", "--steps", "5", "--json", "out"],
+        &["--json out", "is a folder"],
+    );
+    // Checked before the rollout runs (a long rollout would otherwise end in this error): nothing
+    // of the run is printed.
+    let o = kiln_sims(&["rollout", "--batch", "2", "--steps", "5", "--json", "no/such/dir/r.json"]);
+    assert!(!o.status.success());
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(!stdout.contains("throughput:"), "the rollout ran first: {stdout}");
+}
+
+#[test]
+fn rollout_writes_its_measurements_as_json() {
+    let dir = scratch("r-json-ok");
+    let path = dir.join("r.json");
+    let o = kiln_sims(&[
+        "rollout",
+        "--env",
+        "inverted_pendulum",
+        "--batch",
+        "2",
+        "--steps",
+        "5",
+        "--json",
+        path.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "stderr: {}", String::from_utf8_lossy(&o.stderr));
+    let report: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    // 2 environments × 5 env steps; Brax's inverted pendulum pays 1 per step.
+    assert_eq!(report["env_steps"], 10);
+    assert_eq!(report["mean_reward"], 1.0);
+}

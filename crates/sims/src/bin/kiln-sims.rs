@@ -910,9 +910,28 @@ fn positive(flag: &str, n: i64, what: &str) -> Result<usize, String> {
     usize::try_from(n).ok().filter(|&v| v > 0).ok_or_else(|| format!("{flag} {n}: {what} must be positive"))
 }
 
+/// `--json FILE` must be writable where it is named: checked before the rollout runs, so that a
+/// mistyped folder is reported at once rather than after the whole run. The file itself is written
+/// (created or replaced) only at the end.
+fn check_json_path(path: &Path) -> Result<(), String> {
+    let err = |why: &str| Err(format!("--json {}: {why}", path.display()));
+    if path.is_dir() {
+        return err("is a folder; name a file");
+    }
+    let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    match std::fs::metadata(parent) {
+        Ok(m) if m.is_dir() => Ok(()),
+        Ok(_) => err(&format!("{} is not a folder", parent.display())),
+        Err(e) => err(&format!("folder {}: {e}", parent.display())),
+    }
+}
+
 fn run_rollout(args: &RolloutCli) -> Result<(), String> {
     let batch = positive("--batch", args.batch, "the number of environments")?;
     let steps = positive("--steps", args.steps, "the number of env steps")?;
+    if let Some(path) = &args.json {
+        check_json_path(path)?;
+    }
     let settings = RolloutArgs {
         env: args.env,
         pipeline: args.pipeline,
