@@ -22,8 +22,9 @@
 //! ([`scattered_ok`]): each inlined operand array would add one random-access read per gathered
 //! element. Reductions are always kernel roots (inlining
 //! them would recompute a whole loop per consumer element), and so are `dot_general`s with a small
-//! contracting size ([`SMALL_DOT_CONTRACTION`]) and few multiply-adds ([`SMALL_DOT_MAX_MACS`]), and
-//! matrix-vector ones of at most [`TINY_DOT_MACS`] multiply-adds; the others are gemm runtime steps. A `segment_sum` of scalar rows is a kernel root with its data's
+//! contracting size ([`SMALL_DOT_CONTRACTION`]) and either few multiply-adds ([`SMALL_DOT_MAX_MACS`])
+//! or a vector operand, and matrix-vector ones of at most [`TINY_DOT_MACS`] multiply-adds; the others
+//! are gemm runtime steps. A `segment_sum` of scalar rows is a kernel root with its data's
 //! producers fused in ([`segment_kernel`]): message passing as one pass over the edges.
 
 use kiln_ir::{Function, Prim};
@@ -78,7 +79,10 @@ fn lowering(f: &Function, e: &kiln_ir::Eqn) -> Lowering {
             // A matrix-vector product: one operand has no free axes.
             let vector_side = lhs.rank() == lhs_contracting.len() + lhs_batch.len()
                 || rhs.rank() == rhs_contracting.len() + rhs_batch.len();
-            if k <= SMALL_DOT_CONTRACTION && macs <= SMALL_DOT_MAX_MACS
+            // A matrix-vector product has no operand reuse for gemm's blocking to win back, so a
+            // small contraction stays a kernel however many rows it has: W2's batched spring
+            // actuation `[256·120, 10]·[10]` spent 27 % of its step packing the matrix for gemm.
+            if k <= SMALL_DOT_CONTRACTION && (macs <= SMALL_DOT_MAX_MACS || vector_side)
                 || vector_side && macs <= TINY_DOT_MACS
             {
                 Lowering::RootOnly
