@@ -22,8 +22,8 @@
 //! ([`scattered_ok`]): each inlined operand array would add one random-access read per gathered
 //! element. Reductions are always kernel roots (inlining
 //! them would recompute a whole loop per consumer element), and so are `dot_general`s with a small
-//! contracting size ([`SMALL_DOT_CONTRACTION`]) and either few multiply-adds ([`SMALL_DOT_MAX_MACS`])
-//! or a vector operand, and matrix-vector ones of at most [`TINY_DOT_MACS`] multiply-adds; the others
+//! contracting size ([`SMALL_DOT_CONTRACTION`]) and either few multiply-adds ([`SMALL_DOT_MAX_MACS`]),
+//! a vector operand or no contraction at all (an outer product), and matrix-vector ones of at most [`TINY_DOT_MACS`] multiply-adds; the others
 //! are gemm runtime steps. A `segment_sum` of scalar rows is a kernel root with its data's
 //! producers fused in ([`segment_kernel`]): message passing as one pass over the edges.
 
@@ -82,7 +82,8 @@ fn lowering(f: &Function, e: &kiln_ir::Eqn) -> Lowering {
             // A matrix-vector product has no operand reuse for gemm's blocking to win back, so a
             // small contraction stays a kernel however many rows it has: W2's batched spring
             // actuation `[256·120, 10]·[10]` spent 27 % of its step packing the matrix for gemm.
-            if k <= SMALL_DOT_CONTRACTION && (macs <= SMALL_DOT_MAX_MACS || vector_side)
+            // An outer product (k = 1) is a product per element, nothing for gemm to block.
+            if k <= SMALL_DOT_CONTRACTION && (macs <= SMALL_DOT_MAX_MACS || vector_side || k == 1)
                 || vector_side && macs <= TINY_DOT_MACS
             {
                 Lowering::RootOnly

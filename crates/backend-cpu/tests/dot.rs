@@ -203,6 +203,20 @@ fn small_contractions_are_kernels_unless_the_product_is_large() {
 }
 
 #[test]
+fn outer_products_are_kernels_however_large() {
+    // No contraction (W2's batched backward accumulates ct[256,120] ⊗ s[10] into dW): a product
+    // per output element, a kernel even past SMALL_DOT_MAX_MACS; bitwise the interpreter's.
+    let c = Case { lhs: &[300, 120], rhs: &[10], lc: &[], rc: &[], lb: &[], rb: &[] };
+    let (l, r) = (ints(DType::F32, c.lhs, 3), ints(DType::F32, c.rhs, 4));
+    let f = dot_function(l.ty(), r.ty(), dot(&c, None));
+    let plan = plan_text(&f);
+    assert!(!plan.contains("gemm 1×"), "{plan}");
+    let want = eval(&f, &[l.clone(), r.clone()]).unwrap();
+    let got = compile_with(&f, &opts()).unwrap().run(&[l, r]).unwrap();
+    assert!(got[0].bitwise_eq(&want[0]));
+}
+
+#[test]
 fn tiny_matrix_vector_products_are_kernels_whatever_their_contraction() {
     // W4's backward step: ct[64]·state[64,4] → [4], 256 multiply-adds over a contraction of 64 (>
     // SMALL_DOT_CONTRACTION): a kernel, not a gemm step, as is [40,50]·[50] (2000), while a
