@@ -15,6 +15,11 @@ pub enum CompileError {
     /// Cranelift rejected the generated code (a backend bug).
     #[error("cranelift: {0}")]
     Codegen(String),
+    /// The function breaks the IR's invariants ([`kiln_ir::verify`]): a variable declared with
+    /// another type than its equation gives, used before it is defined, ... — a bug in whatever
+    /// built it. Compiling it anyway could compute wrong numbers.
+    #[error("the function is not valid IR:\n{0}")]
+    Invalid(kiln_ir::VerifyErrors),
 }
 
 impl CompileError {

@@ -180,16 +180,18 @@ fn const_bytes(a: &Array) -> Aligned {
     std
 }
 
-/// Compiles `f` (verified) to native code with [`CompileOptions::default`] (which reads `KILN_DUMP`
-/// and `KILN_NUM_THREADS`).
+/// Compiles `f` to native code with [`CompileOptions::default`] (which reads `KILN_DUMP` and
+/// `KILN_NUM_THREADS`).
 ///
 /// # Errors
-/// [`CompileError::Unsupported`] for primitives without a lowering yet; never a wrong result.
+/// [`CompileError::Invalid`] when `f` fails [`kiln_ir::verify`] (checked first: the backend trusts
+/// every declared type); [`CompileError::Unsupported`] for primitives without a lowering yet; never
+/// a wrong result.
 pub fn compile(f: &Function) -> Result<Executable, CompileError> {
     compile_with(f, &CompileOptions::default())
 }
 
-/// Compiles `f` (verified) to native code with `options` (thread count, debug dump).
+/// Compiles `f` to native code with `options` (thread count, debug dump).
 ///
 /// ```
 /// use kiln_backend_cpu::{CompileOptions, compile_with};
@@ -208,6 +210,7 @@ pub fn compile(f: &Function) -> Result<Executable, CompileError> {
 /// As [`compile`]. A dump that cannot be written is reported on stderr, never an error.
 pub fn compile_with(f: &Function, options: &CompileOptions) -> Result<Executable, CompileError> {
     let start = Instant::now();
+    kiln_ir::verify(f).map_err(CompileError::Invalid)?;
     let threads = Threads::new(options.threads);
     let folder = options.dump_dir.as_ref().map(|d| dump::new_folder(d, f));
     compile_at(
@@ -222,7 +225,7 @@ pub fn compile_with(f: &Function, options: &CompileOptions) -> Result<Executable
     )
 }
 
-/// The [`CostReport`] that [`compile`] would give for `f` (verified), without generating code:
+/// The [`CostReport`] that [`compile`] would give for `f`, without generating code:
 /// fusion and planning only, a small fraction of a compile (no Cranelift). The simplifier's result
 /// is kept only if this estimate of it is no worse than the input's (kiln's `jit`). Its
 /// `compile_time` is the estimate's own.
@@ -244,6 +247,7 @@ pub fn compile_with(f: &Function, options: &CompileOptions) -> Result<Executable
 pub fn estimate(f: &Function) -> Result<crate::CostReport, CompileError> {
     // Grouped as `compile` would group (`KILN_MULTI_OUTPUT`).
     let multi_output = CompileOptions::from_env().multi_output;
+    kiln_ir::verify(f).map_err(CompileError::Invalid)?;
     let exe = compile_at(f, &Threads::Serial, None, multi_output, None, Instant::now(), Codegen::Skip, true)?;
     Ok(exe.cost_report())
 }

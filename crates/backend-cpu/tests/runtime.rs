@@ -724,3 +724,24 @@ fn threefry_over_many_elements_gives_the_same_bits_for_any_thread_count() {
     let got = compile_with(&g, &opts(2, Some(0))).unwrap().run(&kat).unwrap();
     assert_eq!((got[0].clone(), got[1].clone()), (one(0xc492_3a9c), one(0x483d_f7a0)));
 }
+
+#[test]
+fn a_function_that_fails_verification_is_refused_not_compiled() {
+    // A slice declared `[37]` where it gives `[37, 1]`: the backend trusts declared types, so it
+    // must refuse (it used to compile this and compute wrong numbers), at the top and in a body.
+    let top = "{ lambda j:i32[37,6] . let
+        r:i32[37] = slice[start=(0, 0) limit=(37, 1) strides=(1, 1)] j
+      in (r) }";
+    let body = "{ lambda j:i32[37,6] . let
+    y:i32[2,37] = scan[length=2 reverse=false num_consts=1 num_carry=0 body={ lambda j:i32[37,6] . let
+        r:i32[37] = slice[start=(0, 0) limit=(37, 1) strides=(1, 1)] j
+      in (r) }] j
+  in (y) }";
+    for (src, at) in [(top, "eqn 0 (slice)"), (body, "eqn 0 (scan) > body > eqn 0 (slice)")] {
+        let f: Function = parse(src).unwrap();
+        for err in [compile_with(&f, &opts(1, None)).err(), estimate(&f).err()] {
+            let msg = err.expect("refused").to_string();
+            assert!(msg.contains(at) && msg.contains("declared i32[37] but slice gives i32[37,1]"), "{msg}");
+        }
+    }
+}
