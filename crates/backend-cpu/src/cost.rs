@@ -93,7 +93,7 @@ fn eval_cost(prim: &Prim) -> EvalCost {
         Prim::Binary(op) => binary_cost(*op),
         Prim::Compare(_) | Prim::Select | Prim::Clamp | Prim::Reduce { .. } => cost(1, 1),
         // A segment kernel's add into its segment (a load, an add and a store per data row).
-        Prim::SegmentSum { .. } => cost(2, 1),
+        Prim::SegmentSum { .. } | Prim::Scatter { .. } => cost(2, 1),
         Prim::ArgReduce { .. } => cost(2, 1),
         // A small dot_general kernel (fusion's `SMALL_DOT_CONTRACTION`, `TINY_DOT_MACS`): one
         // multiply-add per step.
@@ -116,7 +116,6 @@ fn eval_cost(prim: &Prim) -> EvalCost {
         // Runtime steps never reach a kernel.
         Prim::Cumulative { .. }
         | Prim::Sort { .. }
-        | Prim::Scatter { .. }
         | Prim::Threefry2x32
         | Prim::CustomJvpCall { .. }
         | Prim::CustomVjpCall { .. }
@@ -145,6 +144,8 @@ pub(crate) fn kernel_work(f: &Function, root: usize, inlined: &[usize], leaves: 
     // A segment kernel loops over its data rows, not its output.
     let looped = match e.prim {
         Prim::SegmentSum { .. } => e.inputs[0],
+        // A scatter kernel copies its operand, then adds every update: the updates dominate.
+        Prim::Scatter { .. } => e.inputs[2],
         _ => e.outputs[0],
     };
     let out = f.var_type(looped).shape.size() as u64;

@@ -112,6 +112,7 @@ fn lowering(f: &Function, e: &kiln_ir::Eqn) -> Lowering {
         | Prim::StopGradient => Lowering::Inlinable,
         Prim::Reduce { .. } | Prim::ArgReduce { .. } => Lowering::RootOnly,
         Prim::SegmentSum { .. } if segment_kernel(f, e) => Lowering::RootOnly,
+        Prim::Scatter { .. } if scatter_kernel(f, e) => Lowering::RootOnly,
         // A prefix scan is O(n) as a routine that reuses the previous output row, but O(n²) as a
         // kernel computing each element independently.
         Prim::Cumulative { .. }
@@ -152,6 +153,29 @@ pub(crate) fn segment_kernel(f: &Function, e: &kiln_ir::Eqn) -> bool {
         && row <= SEGMENT_ROW_MAX
         && matches!(data.dtype, DType::F32 | DType::F64)
         && ids.dtype == DType::I32
+}
+
+/// Whether the `scatter` `e` is a kernel root: a `scatter_add` into axis 1 with one index per
+/// update row, `operand [B, M, ..]`, `updates [B, S, ..]` and `indices [B, S]` (one batch
+/// dimension: the per-example `segment_sum` that `vmap` makes of a shared graph) or `[S]` (the
+/// transpose of a vmapped `take` of shared indices, W2's batched backward), rows of at most
+/// [`SEGMENT_ROW_MAX`] f32 or f64 elements, `M ≥ 1`. Row `b` of the output is operand row `b` with
+/// the updates of row `b` added in order (`codegen::kernel`'s `scatter_rows`): the rows are
+/// independent, so the kernel splits over threads by rows, and a scan body of such kernels can
+/// split by rows (`Executable::row_split`). The updates' producers (a gathered message and the
+/// work on it) are fused in, as in [`segment_kernel`]. Other scatters are runtime steps.
+pub(crate) fn scatter_kernel(f: &Function, e: &kiln_ir::Eqn) -> bool {
+    use kiln_ir::{DType, ScatterOp};
+    let Prim::Scatter { op: ScatterOp::Add, axis: 1, batch_dims, .. } = e.prim else { return false };
+    let (x, ids) = (f.var_type(e.inputs[0]), f.var_type(e.inputs[1]));
+    let row: usize = x.shape.dims().iter().skip(2).product();
+    x.rank() >= 2
+        && x.shape.size() > 0
+        && batch_dims <= 1
+        && ids.rank() == batch_dims + 1
+        && row <= SEGMENT_ROW_MAX
+        && matches!(x.dtype, DType::F32 | DType::F64)
+        && matches!(ids.dtype, DType::I32 | DType::U32)
 }
 
 /// Whether `e` reads `v` as the ids of a `segment_sum`, which are never inlined (see

@@ -90,7 +90,9 @@ pub(crate) fn schedule(
 fn groupable(f: &Function, i: usize) -> bool {
     let e = &f.eqns[i];
     let out = f.var_type(e.outputs[0]);
-    !matches!(e.prim, Prim::SegmentSum { .. }) && out.rank() >= 1 && out.shape.size() > 0
+    !matches!(e.prim, Prim::SegmentSum { .. } | Prim::Scatter { .. })
+        && out.rank() >= 1
+        && out.shape.size() > 0
 }
 
 /// Outer rows of the kernel rooted at `f.eqns[i]`.
@@ -226,12 +228,17 @@ fn keeps_row(f: &Function, e: &kiln_ir::Eqn, slot: usize) -> bool {
             0 => *axis >= 1,
             _ => *batch_dims >= 1 || *axis == 0,
         },
+        // Scattered along another axis, row r of the output is operand row r with the updates of
+        // row r added (as in `Gather`); the indices share axis 0 only as a batch axis.
+        Prim::Scatter { axis, batch_dims, .. } => match slot {
+            1 => *batch_dims >= 1,
+            _ => *axis >= 1,
+        },
         Prim::Iota { .. }
         | Prim::DynamicSlice { .. }
         | Prim::DynamicUpdateSlice
         | Prim::Cumulative { .. }
         | Prim::Sort { .. }
-        | Prim::Scatter { .. }
         | Prim::SegmentSum { .. }
         | Prim::Threefry2x32
         | Prim::CustomJvpCall { .. }

@@ -1,7 +1,7 @@
 //! The edge-gather kernel (a rank-1 `gather` root, unrolled, with rank-0 leaves read once before
-//! the loop) and `segment_sum` over runs of equal ids: exact values by hand, and bitwise against
-//! the interpreter, for out-of-range indices (−N−1, −1, N, huge), lengths that leave a loop tail,
-//! and row ranges split over threads.
+//! the loop), `segment_sum` over runs of equal ids, and row-wise `scatter_add` kernels (a vmapped
+//! message sum): exact values by hand, and bitwise against the interpreter, for out-of-range
+//! indices (−N−1, −1, N, huge), lengths that leave a loop tail, and row ranges split over threads.
 
 use kiln_backend_cpu::compile;
 use kiln_ir::*;
@@ -198,4 +198,131 @@ fn segment_sum_large_sorted_and_unsorted() {
         let want = eval(&f, &args).expect("interpreter").remove(0);
         assert_eq!(bits(&got), bits(&want), "{order}");
     }
+}
+
+/// `scatter_add(operand [B, M, ..], ids, updates [B, S, ..])` into axis 1 with `2 * u` as the
+/// updates (computed in the kernel): `ids [B, S]` with one batch dimension (what `vmap` makes of
+/// `segment_sum`), or with `shared` `ids [S]` for every row (the transpose of a vmapped `take`).
+struct ScatterCase {
+    dt: DType,
+    idt: DType,
+    mode: IndexMode,
+    shared: bool,
+    inner: Vec<usize>,
+}
+
+impl ScatterCase {
+    fn id_dims(&self, b: usize, s: usize) -> Vec<usize> {
+        if self.shared { vec![s] } else { vec![b, s] }
+    }
+
+    fn function(&self, b: usize, m: usize, s: usize) -> Function {
+        let mut f = Function::new();
+        let od: Vec<usize> = [b, m].iter().chain(&self.inner).copied().collect();
+        let ud: Vec<usize> = [b, s].iter().chain(&self.inner).copied().collect();
+        let x = f.add_param(TensorType::new(self.dt, Shape::new(&od)));
+        let ids = f.add_param(TensorType::new(self.idt, Shape::new(&self.id_dims(b, s))));
+        let u = f.add_param(TensorType::new(self.dt, Shape::new(&ud)));
+        let twice = push(&mut f, Prim::Binary(BinaryOp::Add), &[u, u]);
+        let batch_dims = usize::from(!self.shared);
+        let sc = Prim::Scatter { op: ScatterOp::Add, axis: 1, batch_dims, mode: self.mode };
+        let out = push(&mut f, sc, &[x, ids, twice]);
+        f.outputs.push(out);
+        f
+    }
+}
+
+fn plan_of(f: &Function, threads: usize) -> String {
+    let dir = std::env::temp_dir().join(format!("kiln-scatter-plan-{}-{threads}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let opts = kiln_backend_cpu::CompileOptions {
+        dump_dir: Some(dir.clone()),
+        threads: Some(threads),
+        min_task_work: Some(0),
+        ..Default::default()
+    };
+    kiln_backend_cpu::compile_with(f, &opts).unwrap();
+    let folder = std::fs::read_dir(&dir).unwrap().next().unwrap().unwrap().path();
+    let text = std::fs::read_to_string(folder.join("plan.txt")).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    text
+}
+
+#[test]
+fn row_wise_scatter_adds_are_row_kernels_bitwise_equal_to_the_interpreter() {
+    // Per row: duplicates accumulate in update order, out-of-range ids (negative, M, huge) are
+    // clamped (Clip) or dropped (FillOrDrop), the operand is kept where nothing lands; scalar and
+    // [2]-vector rows, i32 and u32 ids per row and i32 ids shared by all rows, f32 and f64, on 1
+    // and 3 threads (rows split).
+    let (b, m, s) = (7, 5, 13);
+    let odd = [0i64, 4, -1, 5, 2, 2, 1000, -6, 3, i32::MAX as i64, 4, 0, 1];
+    for dt in [DType::F32, DType::F64] {
+        for mode in [IndexMode::Clip, IndexMode::FillOrDrop] {
+            for inner in [vec![], vec![2]] {
+                for (idt, shared) in [(DType::I32, false), (DType::U32, false), (DType::I32, true)] {
+                    let case = ScatterCase { dt, idt, mode, shared, inner: inner.clone() };
+                    let f = case.function(b, m, s);
+                    let plan = plan_of(&f, 3);
+                    let kernel = plan.contains("root     #1 scatter_add") && plan.contains("0 runtime steps");
+                    assert!(kernel, "{plan}");
+                    let row: usize = inner.iter().product();
+                    let vals = |n: usize, seed: usize| -> Vec<f64> {
+                        (0..n)
+                            .map(|i| (((i * 7 + seed) % 11) as f64 - 5.0) * 0.375 + 1e-3 * i as f64)
+                            .collect()
+                    };
+                    let arr = |dims: &[usize], v: Vec<f64>| match dt {
+                        DType::F32 => Array::from_vec(dims, v.iter().map(|&x| x as f32).collect::<Vec<_>>()),
+                        _ => Array::from_vec(dims, v),
+                    };
+                    let od: Vec<usize> = [b, m].iter().chain(&inner).copied().collect();
+                    let ud: Vec<usize> = [b, s].iter().chain(&inner).copied().collect();
+                    let id_dims = case.id_dims(b, s);
+                    let n_ids: usize = id_dims.iter().product();
+                    let raw: Vec<i64> = (0..n_ids).map(|k| odd[(k + k / s) % odd.len()]).collect();
+                    let ids = match idt {
+                        DType::I32 => {
+                            Array::from_vec(&id_dims, raw.iter().map(|&i| i as i32).collect::<Vec<_>>())
+                        }
+                        _ => Array::from_vec(&id_dims, raw.iter().map(|&i| i as u32).collect::<Vec<_>>()),
+                    };
+                    let args = [arr(&od, vals(b * m * row, 1)), ids, arr(&ud, vals(b * s * row, 2))];
+                    let want = eval(&f, &args).unwrap();
+                    for threads in [1, 3] {
+                        let opts = kiln_backend_cpu::CompileOptions {
+                            threads: Some(threads),
+                            min_task_work: Some(0),
+                            ..Default::default()
+                        };
+                        let got = kiln_backend_cpu::compile_with(&f, &opts).unwrap().run(&args).unwrap();
+                        let what =
+                            format!("{dt:?} {mode:?} {inner:?} {idt:?} shared {shared}, {threads} threads");
+                        assert!(got[0].bitwise_eq(&want[0]), "{what}");
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn row_wise_scatter_add_by_hand() {
+    // Two rows, M = 3, updates 2u: row 0 adds 1, 2, 4 at ids 2, 2, 0; row 1 adds 8 at id 5
+    // (dropped), 16 at id 1 and 64 at id -1 (dropped), onto an operand of 100s. With the ids
+    // shared (2, 2, 0 for both rows), row 1 adds 8 and 16 at id 2 and 64 at id 0.
+    let case = |shared| ScatterCase {
+        dt: DType::F32,
+        idt: DType::I32,
+        mode: IndexMode::FillOrDrop,
+        shared,
+        inner: vec![],
+    };
+    let x = Array::from_vec(&[2, 3], vec![100.0f32; 6]);
+    let u = Array::from_vec(&[2, 3], vec![0.5f32, 1.0, 2.0, 4.0, 8.0, 32.0]);
+    let own = Array::from_vec(&[2, 3], vec![2, 2, 0, 5, 1, -1]);
+    let got = compile(&case(false).function(2, 3, 3)).unwrap().run(&[x.clone(), own, u.clone()]).unwrap();
+    assert_eq!(got[0].to_vec::<f32>().unwrap(), vec![104.0, 100.0, 103.0, 100.0, 116.0, 100.0]);
+    let shared = Array::from_vec(&[3], vec![2, 2, 0]);
+    let got = compile(&case(true).function(2, 3, 3)).unwrap().run(&[x, shared, u]).unwrap();
+    assert_eq!(got[0].to_vec::<f32>().unwrap(), vec![104.0, 100.0, 103.0, 164.0, 100.0, 124.0]);
 }

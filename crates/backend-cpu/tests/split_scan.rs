@@ -186,6 +186,41 @@ fn gathers_along_another_axis_read_their_own_row() {
 }
 
 #[test]
+fn row_wise_scatter_adds_keep_their_rows() {
+    // A vmapped message sum (`scatter_add` into axis 1, ids per row or shared by every row, W2's
+    // batched spring forces and their transpose) adds into the row it reads: split. A scatter into
+    // axis 0 (rows into other rows) is a runtime step: not split. (The carry shrinks by 1/8 per
+    // step, so the JIT's `sin`, within an ulp of the interpreter's, stays within the tolerance.)
+    let body = |sc: &str| {
+        format!(
+            "{{ lambda i:i32[6] j:i32[37,6] s0:f32[37,4,2] . let
+    fs:f32[37,4,2] ys:f32[9,37,4,2] = scan[length=9 reverse=false num_consts=2 num_carry=1 body={{ lambda i:i32[6] j:i32[37,6] s:f32[37,4,2] ; c:f32[] = 0.125 . let
+        g:f32[37,6,2] = gather[axis=1 batch_dims=0 mode=clip] s i
+        m:f32[37,6,2] = sin g
+        {sc}
+        h:f32[37,4,2] = broadcast_in_dim[shape=(37, 4, 2) broadcast_dimensions=()] c
+        u:f32[37,4,2] = mul a h
+      in (u, a) }}] i j s0
+  in (fs, ys) }}"
+        )
+    };
+    let args = [
+        Array::from_vec(&[6], vec![3i32, 0, 2, 2, 1, 7]),
+        Array::from_vec(&[37, 6], (0..222).map(|n| (n * 7 % 6) as i32 - 1).collect::<Vec<_>>()),
+        f32s(&[37, 4, 2], 8, 1.0),
+    ];
+    let own = "a:f32[37,4,2] = scatter_add[axis=1 batch_dims=1 mode=fill] s j m";
+    let shared = "a:f32[37,4,2] = scatter_add[axis=1 batch_dims=0 mode=clip] s i m";
+    assert!(check(&body(own), &args, 1e-5));
+    assert!(check(&body(shared), &args, 1e-5));
+    let rows = "r:i32[37,1] = slice[start=(0, 0) limit=(37, 1) strides=(1, 1)] j
+        q:i32[37] = reshape[new_sizes=(37,)] r
+        w:f32[37,4,2] = cos s
+        a:f32[37,4,2] = scatter_add[axis=0 batch_dims=0 mode=fill] s q w";
+    assert!(!check(&body(rows), &args, 1e-5));
+}
+
+#[test]
 fn by_default_a_range_needs_enough_work_per_step() {
     // The policy step at 37 rows is a few µs per step: split only when forced (above). At 4096
     // rows each of two ranges has ~50 k units per step (over `MIN_SPLIT_STEP_UNITS`).

@@ -69,8 +69,9 @@ pub(super) fn plan(f: &Function, root: usize, inline: &[Option<usize>]) -> Optio
     }
     let out = f.var_type(f.eqns[root].outputs[0]);
     let dims = out.shape.dims();
-    // A segment kernel loops over its data rows, not its output's axes.
-    if dims.is_empty() || out.shape.size() == 0 || matches!(f.eqns[root].prim, Prim::SegmentSum { .. }) {
+    // Segment and scatter kernels loop over their data rows, not their output's axes.
+    let own_loop = matches!(f.eqns[root].prim, Prim::SegmentSum { .. } | Prim::Scatter { .. });
+    if dims.is_empty() || out.shape.size() == 0 || own_loop {
         return None;
     }
     candidates(dims)

@@ -111,6 +111,8 @@ pub(super) fn build(
         if let Prim::SegmentSum { .. } = e.prim {
             let flag = em.b.ins().load(types::I64, mem(), table, ((m.out_slot + 1) * 8) as i32);
             em.segment_rows(e, out_base, flag, lo, hi)?;
+        } else if let Prim::Scatter { .. } = e.prim {
+            em.scatter_rows(e, out_base, lo, hi)?;
         } else if out_ty.shape.size() > 0
             && !super::vector::emit(&mut em, e, out_base, lo, hi)?
             && !em.gather_rows(e, out_base, lo, hi)?
@@ -507,6 +509,70 @@ impl<'a, 'b> Emitter<'a, 'b> {
         self.b.ins().return_(&[]);
         self.b.switch_to_block(done);
         Ok(())
+    }
+
+    /// The loop of a kernel rooted at a row-wise `scatter_add` (see `fusion::scatter_kernel`): for
+    /// each row `b` in `[lo, hi)`, the output row is the operand's row `b`, then each update row
+    /// `i` (its producers fused in) is added to `out[b, indices[b, i], ..]` (`indices[i]` without a
+    /// batch dimension) as `out + value`,
+    /// in order — the interpreter's sequential sum, so bitwise the same. Out-of-range indices are
+    /// clamped (`Clip`) or their update dropped (`FillOrDrop`). Row `b` reads and writes only row
+    /// `b` of its output.
+    fn scatter_rows(&mut self, e: &'a Eqn, out_base: Value, lo: Value, hi: Value) -> R<()> {
+        let f = self.f;
+        let Prim::Scatter { mode, batch_dims, .. } = e.prim else {
+            return Err(CompileError::Codegen(format!("{} is not a scatter", e.prim.name())));
+        };
+        let (x, ids, upd) = (e.inputs[0], e.inputs[1], e.inputs[2]);
+        let out_dims = f.var_type(e.outputs[0]).shape.dims().to_vec();
+        let (m, inner) = (out_dims[1] as i64, out_dims[2..].to_vec());
+        let row_len: usize = inner.iter().product();
+        let updates = f.var_type(ids).shape.dims()[batch_dims] as i64;
+        let dt = f.dtype(x);
+        self.for_range_from(lo, hi, &mut |s, b| {
+            s.for_each_index_unrolled(&out_dims[1..], &mut |s, rest| {
+                let idx: Vec<Value> = std::iter::once(b).chain(rest.iter().copied()).collect();
+                let v = s.value(x, &idx)?;
+                let at = s.offset(&out_dims, &idx);
+                s.store(dt, out_base, at, v);
+                Ok(())
+            })?;
+            let n = s.iconst(updates);
+            s.for_range(n, &mut |s, i| {
+                let id = if batch_dims == 1 { s.index_at(ids, &[b, i])? } else { s.index_at(ids, &[i])? };
+                let (add, next) = (s.b.create_block(), s.b.create_block());
+                let target = match mode {
+                    IndexMode::Clip => s.clamp(id, 0, m - 1),
+                    IndexMode::FillOrDrop => id,
+                };
+                let in_range = s.b.ins().icmp_imm_u(IntCC::UnsignedLessThan, target, m);
+                s.b.ins().brif(in_range, add, &[], next, &[]);
+                s.b.switch_to_block(add);
+                let row = s.b.ins().imul_imm_s(b, m);
+                let row = s.b.ins().iadd(row, target);
+                let first = s.b.ins().imul_imm_s(row, row_len as i64);
+                for j in 0..row_len {
+                    let mut idx = vec![b, i];
+                    let mut rest = j;
+                    let mut tail = vec![0; inner.len()];
+                    for d in (0..inner.len()).rev() {
+                        tail[d] = rest % inner[d];
+                        rest /= inner[d];
+                    }
+                    for t in tail {
+                        idx.push(s.iconst(t as i64));
+                    }
+                    let v = s.value(upd, &idx)?;
+                    let at = s.b.ins().iadd_imm_s(first, j as i64);
+                    let old = s.load(dt, out_base, at);
+                    let sum = scalar::binary(s, kiln_ir::BinaryOp::Add, dt, old, v)?;
+                    s.store(dt, out_base, at, sum);
+                }
+                s.b.ins().jump(next, &[]);
+                s.b.switch_to_block(next);
+                Ok(())
+            })
+        })
     }
 
     /// `x` clamped into `[lo, hi]` (i64).
