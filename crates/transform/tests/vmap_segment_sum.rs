@@ -39,12 +39,13 @@ fn segment_sum_of_lead_batched_data_stays_lead_batched_with_hand_sums() {
         vec![ty(DType::F32, &[2, 3])]
     );
     assert!(!prims(&b).contains(&"transpose"), "batched IR moves the batch: {:?}", prims(&b));
-    // One segment_sum over both lanes' rows into 2·3 segments (lane b's ids shifted by 3b), which
-    // the backend runs as one message-passing kernel; no scatter.
-    assert!(!prims(&b).contains(&"scatter_add"), "{:?}", prims(&b));
-    let seg = b.eqns.iter().find(|e| matches!(e.prim, Prim::SegmentSum { .. })).expect("one segment_sum");
-    assert_eq!(seg.prim, Prim::SegmentSum { num_segments: 6 });
-    assert_eq!(b.var_type(seg.inputs[1]).clone(), ty(DType::I32, &[10]));
+    // One scatter_add of the lanes' rows into axis 1, the ids shared (JAX's batching; the CPU
+    // backend runs it as a kernel over the lanes).
+    assert!(!prims(&b).contains(&"segment_sum"), "{:?}", prims(&b));
+    let sc = b.eqns.iter().find(|e| matches!(e.prim, Prim::Scatter { .. })).expect("one scatter_add");
+    let mode = kiln_ir::IndexMode::FillOrDrop;
+    assert_eq!(sc.prim, Prim::Scatter { op: kiln_ir::ScatterOp::Add, axis: 1, batch_dims: 0, mode });
+    assert_eq!(b.var_type(sc.inputs[1]).clone(), ty(DType::I32, &[5]));
 
     let data: Vec<f32> = vec![1.0, 2.0, 3.0, 4.0, 5.0, 10.0, 20.0, 30.0, 40.0, 50.0];
     let ids = Array::from_vec(&[5], vec![0i32, 2, 2, -1, 3]);
@@ -141,7 +142,7 @@ fn segment_sum_with_per_lane_ids_equals_each_lane_bitwise() {
             vec![lax::segment_sum(&xs[0], &xs[1], 3)]
         });
         let (b, _) = batch_function(&f, &[true, true], 3, &[]);
-        assert!(!prims(&b).contains(&"scatter_add"), "{:?}", prims(&b));
+        assert!(prims(&b).contains(&"scatter_add") && !prims(&b).contains(&"segment_sum"), "{:?}", prims(&b));
         let data: Vec<f32> = (0..24).map(|i| i as f32 * 1.5 - 7.0).collect();
         let raw: Vec<i64> = vec![0, 2, 3, 2, 1, 1, 7, 0, 2, 0, 0, -1];
         let ids = match dt {
@@ -166,8 +167,9 @@ fn segment_sum_with_per_lane_ids_equals_each_lane_bitwise() {
 }
 
 #[test]
-fn segment_sum_whose_lane_segments_overflow_the_ids_stays_a_scatter() {
-    // 2 lanes × 1.5·10⁹ segments do not fit i32 ids: the batched scatter_add is kept (IR only).
+fn segment_sum_with_more_lane_segments_than_ids_can_count_batches_as_a_scatter() {
+    // 2 lanes × 1.5·10⁹ segments would not fit i32 ids if the lanes were flattened into one
+    // segment_sum; the scatter keeps the lanes apart (IR only).
     let s = 1_500_000_000;
     let f = trace_function(&[ty(DType::F32, &[4]), ty(DType::I32, &[4])], |xs| {
         vec![lax::segment_sum(&xs[0], &xs[1], s)]

@@ -281,19 +281,18 @@ fn scatter(
 /// `segment_sum`: with unbatched ids, data batched behind the segmented dimension 0 stays one
 /// `segment_sum` (the batch dimension rides along in each row); data batched at 0 (the usual case:
 /// `vmap` puts batch dimensions first) becomes one `scatter_add` of `[n, E, ...]` into
-/// `[n, num_segments, ...]` along axis 1 with the ids shared, so the result keeps its batch dimension
-/// leading. Moving it behind the segments instead would hand every consumer a `[segments, n]`
-/// layout whose contiguous axis is the batch: mixed with the other values' leading batch, their
-/// kernels transpose, stop vectorizing, and the ensemble ran 3x slower per member. Batched ids
-/// become one `scatter_add` with a shared batch dimension. Out-of-range ids are dropped
-/// (`FillOrDrop`), as `segment_sum` does.
+/// `[n, num_segments, ...]` along axis 1, the ids shared (`batch_dims` 0) or per lane (`batch_dims`
+/// 1), as JAX batches it. The result keeps its batch dimension leading: moving it behind the
+/// segments instead would hand every consumer a `[segments, n]` layout whose contiguous axis is the
+/// batch (mixed with the other values' leading batch, their kernels transpose, stop vectorizing,
+/// and the ensemble ran 3x slower per member). Each lane's sums run in the lane's own order, so the
+/// bits are the unbatched ones; the CPU backend runs this scatter as a kernel over the lanes with
+/// the rows' producers fused in, and a scan of such steps splits by lanes (W2's batched spring
+/// forces). Out-of-range ids are dropped (`FillOrDrop`), as `segment_sum` does.
 fn segment_sum(args: &[Batched], num_segments: usize, n: usize) -> Vec<Batched> {
     let (data, ids) = (&args[0], &args[1]);
     if let (Some(d @ 1..), false) = (data.bdim, ids.is_batched()) {
         return vec![Batched::new(lax::segment_sum(&data.value, &ids.value, num_segments), d)];
-    }
-    if let Some(out) = segment_sum_of_lanes(data, ids, num_segments, n) {
-        return vec![out];
     }
     let elem = data.elem_type();
     let mut dims = vec![n, num_segments];
@@ -302,45 +301,6 @@ fn segment_sum(args: &[Batched], num_segments: usize, n: usize) -> Vec<Batched> 
     let (idx, bd) = if ids.is_batched() { (ids.at(0, n), 1) } else { (ids.value.clone(), 0) };
     let out = lax::scatter(ScatterOp::Add, &zeros, &idx, &data.at(0, n), 1, bd, IndexMode::FillOrDrop);
     vec![Batched::new(out, 0)]
-}
-
-/// `segment_sum` of `n` lanes as one `segment_sum` over all lanes' rows: lane `b`'s ids shifted by
-/// `b·S` into `n·S` segments (ids outside `0..S` sent to `n·S`, which is dropped as they were), the
-/// data `[n, E, ..]` read as `[n·E, ..]` rows. Each output element sums the same rows in the same
-/// order as the lane's own `segment_sum`, so the bits are equal; unlike a batched `scatter_add`, the
-/// backend runs it as message passing in one kernel with the rows' producers fused in (W2's
-/// `vmap`ped spring forces). `None` (the caller scatters) when the ids are not i32/u32 or `n·S`
-/// does not fit them.
-fn segment_sum_of_lanes(data: &Batched, ids: &Batched, num_segments: usize, n: usize) -> Option<Batched> {
-    let dt = ids.value.dtype();
-    let limit = match dt {
-        DType::I32 => i32::MAX as usize,
-        DType::U32 => u32::MAX as usize,
-        DType::F32 | DType::F64 | DType::Bool => return None,
-    };
-    let total = n.checked_mul(num_segments).filter(|&t| t <= limit)?;
-    let elem = data.elem_type();
-    let rows = elem.shape.dims()[0];
-    let lane_ids = match ids.bdim {
-        Some(_) => ids.at(0, n),
-        None => lax::broadcast_in_dim(&ids.value, &[n, rows], &[1]),
-    };
-    let splat = |x: f64| lax::broadcast_in_dim(&Tensor::scalar_like(x, dt), &[n, rows], &[]);
-    let in_range = lax::binary(
-        kiln_ir::BinaryOp::And,
-        &lax::compare(kiln_ir::CompareOp::Ge, &lane_ids, &splat(0.0)),
-        &lax::compare(kiln_ir::CompareOp::Lt, &lane_ids, &splat(num_segments as f64)),
-    );
-    let offset =
-        lax::binary(kiln_ir::BinaryOp::Mul, &lax::iota(dt, &[n, rows], 0), &splat(num_segments as f64));
-    let shifted = lax::binary(kiln_ir::BinaryOp::Add, &lane_ids, &offset);
-    let flat_ids = lax::reshape(&lax::select(&in_range, &shifted, &splat(total as f64)), &[n * rows]);
-    let row = &elem.shape.dims()[1..];
-    let flat_dims: Vec<usize> = std::iter::once(n * rows).chain(row.iter().copied()).collect();
-    let flat_data = lax::reshape(&data.at(0, n), &flat_dims);
-    let summed = lax::segment_sum(&flat_data, &flat_ids, total);
-    let out_dims: Vec<usize> = [n, num_segments].into_iter().chain(row.iter().copied()).collect();
-    Some(Batched::new(lax::reshape(&summed, &out_dims), 0))
 }
 
 /// A batched start index `s` (`[n]` after moving) clamped to `[0, hi]` as `dynamic_slice` clamps.
