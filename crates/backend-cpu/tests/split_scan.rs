@@ -221,6 +221,47 @@ fn row_wise_scatter_adds_keep_their_rows() {
 }
 
 #[test]
+fn steps_shared_by_every_row_are_computed_whole_by_each_range() {
+    // W2's actuation: `sin(ω·t + φ)` of the step's xs, the same for every row, feeding a per-row
+    // matrix-vector product. Each range computes the shared `[10]` itself: split, bitwise. The
+    // same shape computed from the carry (a row sum) would read every row: not split.
+    let body = |shared: &str| {
+        format!(
+            "{{ lambda p:f32[10] w:f32[37,4,10] s0:f32[37,4] ts:f32[9] . let
+    fs:f32[37,4] ys:f32[9,37,4] = scan[length=9 reverse=false num_consts=2 num_carry=1 body={{ lambda p:f32[10] w:f32[37,4,10] s:f32[37,4] t:f32[] . let
+        {shared}
+        a:f32[37,4] = dot_general[lhs_contracting=(2,) rhs_contracting=(0,) lhs_batch=() rhs_batch=() preferred_element_type=none] w q
+        b:f32[37,4] = tanh a
+        c:f32[37,4] = mul s b
+        u:f32[37,4] = sin c
+      in (u, a) }}] p w s0 ts
+  in (fs, ys) }}"
+        )
+    };
+    let args = [f32s(&[10], 1, 3.0), f32s(&[37, 4, 10], 2, 0.5), f32s(&[37, 4], 3, 1.0), f32s(&[9], 4, 2.0)];
+    let from_xs = "tb:f32[10] = broadcast_in_dim[shape=(10,) broadcast_dimensions=()] t
+        r:f32[10] = add tb p
+        q:f32[10] = sin r";
+    assert!(check(&body(from_xs), &args, 1e-5));
+    // The shared values are a kernel of their own (10 rows) inside the split body.
+    let f: Function = parse(&body(from_xs)).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    compile_with(&f, &CompileOptions { dump_dir: Some(dir.path().to_path_buf()), ..opts(2) }).unwrap();
+    let folder = std::fs::read_dir(dir.path()).unwrap().next().unwrap().unwrap().path();
+    let body_plan = std::fs::read_dir(&folder)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.is_dir())
+        .map(|d| std::fs::read_to_string(d.join("plan.txt")).unwrap())
+        .expect("a body plan");
+    assert!(body_plan.contains("root     #2 sin") && body_plan.contains("rows 10,"), "{body_plan}");
+    let from_carry = "z:f32[4] = reduce_sum[axes=(0,)] s
+        r:f32[10] = pad[low=(0,) high=(6,) interior=(0,)] z t
+        q:f32[10] = sin r";
+    assert!(!check(&body(from_carry), &args, 1e-5));
+}
+
+#[test]
 fn by_default_a_range_needs_enough_work_per_step() {
     // The policy step at 37 rows is a few µs per step: split only when forced (above). At 4096
     // rows each of two ranges has ~50 k units per step (over `MIN_SPLIT_STEP_UNITS`).

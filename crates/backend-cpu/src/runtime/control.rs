@@ -4,7 +4,7 @@
 //! `xs` and writes `ys` in place by pointer offsets, so a step allocates nothing.
 
 use super::parallel::Threads;
-use super::{Executable, Loc, Step};
+use super::{Executable, Loc, RowSplit, Step};
 use crate::CompileError;
 use crate::cost::{self, CostReport, Traffic};
 use kiln_ir::{Function, Prim, TensorType};
@@ -82,8 +82,8 @@ impl Frame {
 
 /// A scan run as independent row ranges ([`Control::plan_split`]).
 pub(crate) struct Split {
-    /// The body kernels' rows (the carries' outer axis).
-    rows: i64,
+    /// The body's row and uniform steps.
+    body: RowSplit,
     /// Row ranges, each running the whole loop on one thread.
     chunks: usize,
 }
@@ -186,14 +186,15 @@ impl Control {
     /// The split path allocates its ranges' pointer tables once per call, not per step.
     pub(crate) fn plan_split(&mut self, threads: usize, min_task: Option<u64>) {
         let Control::Scan { body, frame, length, nc, nk, split, .. } = self else { return };
-        *split = body.row_split(*nc, *nk).and_then(|(rows, units)| {
+        *split = body.row_split(*nc, *nk).and_then(|b| {
+            let (rows, units) = (b.rows, b.units);
             let whole = cost::kernel_chunks(units.saturating_mul(*length as u64), rows, threads, min_task);
             let step_min = min_task.map_or(cost::MIN_SPLIT_STEP_UNITS, |m| m.min(cost::MIN_SPLIT_STEP_UNITS));
             let chunks = match units.checked_div(step_min) {
                 Some(n) => whole.min(usize::try_from(n).unwrap_or(usize::MAX)),
                 None => whole,
             };
-            (chunks > 1).then_some(Split { rows, chunks })
+            (chunks > 1).then_some(Split { body: b, chunks })
         });
         frame.set_sub_arenas(split.as_ref().map_or(1, |s| s.chunks));
     }
@@ -271,7 +272,7 @@ impl Control {
         output: &dyn Fn(usize) -> *mut u8,
         scratch: *mut u8,
         arena: *mut u8,
-        rows: Option<(i64, i64)>,
+        rows: Option<(&RowSplit, i64, i64)>,
     ) {
         let Control::Scan { body, frame, length, reverse, nc, nk, x_bytes, y_bytes, .. } = self else {
             return;
@@ -300,7 +301,7 @@ impl Control {
                 }
                 match rows {
                     None => body.run_raw(ins, outs, arena),
-                    Some((lo, hi)) => body.run_rows(ins, outs, arena, lo, hi),
+                    Some((split, lo, hi)) => body.run_rows(ins, outs, arena, split, lo, hi),
                 }
                 std::mem::swap(&mut cur, &mut nxt);
                 for k in 0..*nk {
@@ -326,7 +327,7 @@ impl Control {
     ) {
         let Control::Scan { frame, .. } = self else { return };
         let base = scratch as usize;
-        let (rows, chunks) = (sp.rows, sp.chunks as i64);
+        let (rows, chunks) = (sp.body.rows, sp.chunks as i64);
         let ranges = |c0: i64, c1: i64| {
             for c in c0..c1 {
                 let (lo, hi) = (rows * c / chunks, rows * (c + 1) / chunks);
@@ -345,7 +346,7 @@ impl Control {
                         &|k| outs_at[k] as *mut u8,
                         scratch,
                         arena,
-                        Some((lo, hi)),
+                        Some((&sp.body, lo, hi)),
                     );
                 }
             }

@@ -162,6 +162,17 @@ pub struct Executable {
 /// `inputs + outputs` slots are written (and read by the kernel): filling all 256 would cost a 2 KiB
 /// memset per kernel step, which showed in the per-step time of small scan bodies.
 struct Table([MaybeUninit<*mut u8>; MAX_KERNEL_OPERANDS]);
+
+/// How a scan body runs as row ranges ([`Executable::row_split`]).
+#[derive(Clone, Debug)]
+pub(crate) struct RowSplit {
+    /// The row steps' rows (the carries' outer axis).
+    pub(crate) rows: i64,
+    /// Work units of the row steps per call of the body.
+    pub(crate) units: u64,
+    /// Per step: computed whole by every range (reads nothing that varies by row).
+    pub(crate) uniform: Box<[bool]>,
+}
 // SAFETY: the table is only read; the buffers it points to are written on disjoint row ranges.
 unsafe impl Sync for Table {}
 
@@ -285,53 +296,82 @@ impl Executable {
     }
 
     /// For a scan body (`consts` scan constants, then `carries` carries, then the xs, as
-    /// parameters): `Some((rows, work units per call))` when every step is a kernel over the same
-    /// `rows ≥ 2` that reads the carries, and the buffers the body computes, only in the row it
-    /// writes, and every output is written by its step (none is copied in after the last). Rows
-    /// `lo..hi` of its outputs then depend only on rows `lo..hi` of its carries (scan constants,
-    /// xs and constants are only read, anywhere), so [`Executable::run_rows`] may run row ranges
-    /// on different threads, each at its own pace.
-    pub(crate) fn row_split(&self, consts: usize, carries: usize) -> Option<(i64, u64)> {
+    /// parameters): `Some(split)` when every step is a kernel, each of one of two kinds:
+    /// - a **row** step, over the same `rows ≥ 2` as every other row step, that reads the carries
+    ///   and the row steps' buffers only in the row it writes;
+    /// - a **uniform** step, which reads only scan constants, xs, constants and earlier uniform
+    ///   steps' buffers, and writes only arena buffers (W2's `sin(ω t + φ)`, shared by every robot,
+    ///   computed from the step's xs): each range computes it whole, in its own sub-arena.
+    ///
+    /// At least one step is a row step, and every output is written by its step (none is copied in
+    /// after the last). Rows `lo..hi` of the outputs then depend only on rows `lo..hi` of the
+    /// carries, so [`Executable::run_rows`] may run row ranges on different threads, each at its own
+    /// pace. The work counted is the row steps'.
+    pub(crate) fn row_split(&self, consts: usize, carries: usize) -> Option<RowSplit> {
         let read_only = |l: &Loc| match *l {
             Loc::Const(_) => true,
             Loc::Param(i) => i < consts || i >= consts + carries,
             Loc::Arena(_) | Loc::Out(_) => false,
         };
-        let mut rows = None;
-        let mut units = 0u64;
+        // Arena offsets whose latest writer is a uniform step (a live buffer's producer is the
+        // latest step that wrote at its offset).
+        let mut uniform_at: std::collections::HashSet<usize> = std::collections::HashSet::new();
+        let from_uniform =
+            |l: &Loc, at: &std::collections::HashSet<usize>| matches!(l, Loc::Arena(o) if at.contains(o));
+        let (mut rows, mut units) = (None, 0u64);
+        let mut uniform = Vec::with_capacity(self.steps.len());
         for step in &self.steps {
             let Op::Kernel { rows: r, row_local, units: u, .. } = &step.op else { return None };
-            let local = step.inputs.iter().zip(row_local.iter()).all(|(l, &local)| local || read_only(l));
-            if *rows.get_or_insert(*r) != *r || !local {
-                return None;
+            let shared = |l: &Loc| read_only(l) || from_uniform(l, &uniform_at);
+            let is_uniform =
+                step.inputs.iter().all(shared) && step.outputs.iter().all(|l| matches!(l, Loc::Arena(_)));
+            if !is_uniform {
+                let local = step.inputs.iter().zip(row_local.iter()).all(|(l, &local)| local || shared(l));
+                if *rows.get_or_insert(*r) != *r || !local {
+                    return None;
+                }
+                units = units.saturating_add(*u);
             }
-            units = units.saturating_add(*u);
+            for l in &step.outputs {
+                if let Loc::Arena(o) = *l {
+                    if is_uniform {
+                        uniform_at.insert(o);
+                    } else {
+                        uniform_at.remove(&o);
+                    }
+                }
+            }
+            uniform.push(is_uniform);
         }
         let rows = rows.filter(|&r| r >= 2)?;
-        (0..self.outputs.len()).all(|k| !self.copied_out(k)).then_some((rows, units))
+        let whole = (0..self.outputs.len()).all(|k| !self.copied_out(k));
+        whole.then(|| RowSplit { rows, units, uniform: uniform.into() })
     }
 
-    /// [`Executable::run_raw`] on rows `lo..hi` only, on this thread: each step's kernel on that
-    /// range.
+    /// [`Executable::run_raw`] on rows `lo..hi` only, on this thread: each row step's kernel on
+    /// that range, each uniform step's on all its rows (`split` from [`Executable::row_split`]).
     ///
     /// # Safety
-    /// As [`Executable::run_raw`]; [`Executable::row_split`] accepted `self`, `lo ≤ hi ≤ rows`, and
-    /// no other thread touches rows `lo..hi` of the buffers or uses `arena` meanwhile.
+    /// As [`Executable::run_raw`]; [`Executable::row_split`] gave `split` for `self`, `lo ≤ hi ≤
+    /// rows`, no other thread touches rows `lo..hi` of the buffers, and `arena` is this thread's
+    /// alone.
     pub(crate) unsafe fn run_rows(
         &self,
         ins: &[*const u8],
         outs: &[*mut u8],
         arena: *mut u8,
+        split: &RowSplit,
         lo: i64,
         hi: i64,
     ) {
         // SAFETY: per the contract.
         let ptr = |l: &Loc| unsafe { self.loc_ptr(l, ins, outs, arena) };
-        for step in &self.steps {
+        for (step, &uniform) in self.steps.iter().zip(split.uniform.iter()) {
             // `row_split` admits kernel steps only.
-            let Op::Kernel { kernel, .. } = &step.op else { continue };
+            let Op::Kernel { kernel, rows, .. } = &step.op else { continue };
             let table = Table::of(step, &ptr);
-            // SAFETY: as in `run_raw`, on one range.
+            let (lo, hi) = if uniform { (0, *rows) } else { (lo, hi) };
+            // SAFETY: as in `run_raw`, on one range; a uniform step writes this range's arena only.
             unsafe { self.kernels[*kernel](table.as_ptr(), lo, hi) };
         }
     }
