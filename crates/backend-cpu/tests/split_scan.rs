@@ -223,19 +223,20 @@ fn row_wise_scatter_adds_keep_their_rows() {
 #[test]
 fn steps_shared_by_every_row_are_computed_whole_by_each_range() {
     // W2's actuation: `sin(ω·t + φ)` of the step's xs, the same for every row, feeding a per-row
-    // matrix-vector product. Each range computes the shared `[10]` itself: split, bitwise. The
-    // same shape computed from the carry (a row sum) would read every row: not split.
+    // matrix-vector product and saved as a ys (a gradient's residual). Each range computes the
+    // shared `[10]` itself, the first range writing the ys: split, bitwise. The same shape
+    // computed from the carry (a row sum) would read every row: not split.
     let body = |shared: &str| {
         format!(
             "{{ lambda p:f32[10] w:f32[37,4,10] s0:f32[37,4] ts:f32[9] . let
-    fs:f32[37,4] ys:f32[9,37,4] = scan[length=9 reverse=false num_consts=2 num_carry=1 body={{ lambda p:f32[10] w:f32[37,4,10] s:f32[37,4] t:f32[] . let
+    fs:f32[37,4] ys:f32[9,37,4] qs:f32[9,10] = scan[length=9 reverse=false num_consts=2 num_carry=1 body={{ lambda p:f32[10] w:f32[37,4,10] s:f32[37,4] t:f32[] . let
         {shared}
         a:f32[37,4] = dot_general[lhs_contracting=(2,) rhs_contracting=(0,) lhs_batch=() rhs_batch=() preferred_element_type=none] w q
         b:f32[37,4] = tanh a
         c:f32[37,4] = mul s b
         u:f32[37,4] = sin c
-      in (u, a) }}] p w s0 ts
-  in (fs, ys) }}"
+      in (u, a, q) }}] p w s0 ts
+  in (fs, ys, qs) }}"
         )
     };
     let args = [f32s(&[10], 1, 3.0), f32s(&[37, 4, 10], 2, 0.5), f32s(&[37, 4], 3, 1.0), f32s(&[9], 4, 2.0)];

@@ -38,6 +38,9 @@ pub(crate) struct Frame {
     sub: usize,
     /// Bytes of one sub arena, rounded up to 64; a split scan has one per row range after `sub`.
     sub_stride: usize,
+    /// The body's own arena bytes, rounded up to 64: where a range's private copies of shared
+    /// outputs start in its sub arena (`RowSplit::private`).
+    arena_stride: usize,
     total: usize,
 }
 
@@ -56,12 +59,15 @@ impl Frame {
             b: offs[3],
             sub: offs[4],
             sub_stride,
+            arena_stride: sub_stride,
             total,
         }
     }
 
-    /// Makes room for `n` sub arenas (one per row range of a split scan).
-    fn set_sub_arenas(&mut self, n: usize) {
+    /// Makes room for `n` sub arenas (one per row range of a split scan), each with `private`
+    /// more bytes after the body's arena.
+    fn set_sub_arenas(&mut self, n: usize, private: usize) {
+        self.sub_stride = self.arena_stride + private.next_multiple_of(64);
         self.total = self.sub + n.max(1) * self.sub_stride;
     }
 
@@ -196,7 +202,10 @@ impl Control {
             };
             (chunks > 1).then_some(Split { body: b, chunks })
         });
-        frame.set_sub_arenas(split.as_ref().map_or(1, |s| s.chunks));
+        match split {
+            Some(s) => frame.set_sub_arenas(s.chunks, s.body.private_bytes),
+            None => frame.set_sub_arenas(1, 0),
+        }
     }
 
     /// Whether a step of this control flow runs on several threads.
@@ -259,7 +268,8 @@ impl Control {
 
     /// A scan's loop with the pointer tables `ins`/`outs`: the step's inputs and outputs are
     /// `input(k)`/`output(k)`, the carry buffers in `scratch`'s frame, the body's arena at `arena`.
-    /// `rows`: only that row range of every body step (a split scan), else the whole body.
+    /// `rows`: only that row range of every body step (a split scan; with the range's private
+    /// area for shared outputs unless it is the first range), else the whole body.
     ///
     /// # Safety
     /// As [`Control::run`]; with `rows`, the body is one [`Executable::row_split`] accepted and no
@@ -272,7 +282,7 @@ impl Control {
         output: &dyn Fn(usize) -> *mut u8,
         scratch: *mut u8,
         arena: *mut u8,
-        rows: Option<(&RowSplit, i64, i64)>,
+        rows: Option<(&RowSplit, Option<*mut u8>, i64, i64)>,
     ) {
         let Control::Scan { body, frame, length, reverse, nc, nk, x_bytes, y_bytes, .. } = self else {
             return;
@@ -301,7 +311,7 @@ impl Control {
                 }
                 match rows {
                     None => body.run_raw(ins, outs, arena),
-                    Some((split, lo, hi)) => body.run_rows(ins, outs, arena, split, lo, hi),
+                    Some((split, private, lo, hi)) => body.run_rows(ins, outs, arena, split, private, lo, hi),
                 }
                 std::mem::swap(&mut cur, &mut nxt);
                 for k in 0..*nk {
@@ -339,6 +349,7 @@ impl Control {
                 // (`Executable::row_split`), which no other range touches.
                 unsafe {
                     let arena = scratch.add(frame.sub + c as usize * frame.sub_stride);
+                    let private = (c > 0).then(|| arena.add(frame.arena_stride));
                     self.scan_loop(
                         &mut ins,
                         &mut outs,
@@ -346,7 +357,7 @@ impl Control {
                         &|k| outs_at[k] as *mut u8,
                         scratch,
                         arena,
-                        Some((&sp.body, lo, hi)),
+                        Some((&sp.body, private, lo, hi)),
                     );
                 }
             }

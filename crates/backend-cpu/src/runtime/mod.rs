@@ -172,6 +172,12 @@ pub(crate) struct RowSplit {
     pub(crate) units: u64,
     /// Per step: computed whole by every range (reads nothing that varies by row).
     pub(crate) uniform: Box<[bool]>,
+    /// Body outputs (ys) written by shared steps, with their offsets in a range's private area:
+    /// the first range writes the real output, every other range its own copy there (the same
+    /// values; writing the shared buffer from several threads would race).
+    pub(crate) private: Box<[(usize, usize)]>,
+    /// Bytes of that private area.
+    pub(crate) private_bytes: usize,
 }
 // SAFETY: the table is only read; the buffers it points to are written on disjoint row ranges.
 unsafe impl Sync for Table {}
@@ -269,6 +275,11 @@ impl Executable {
 
     /// Whether output `k` is copied into its buffer after the steps (a parameter, a constant, or a
     /// value that is also an earlier output) rather than written there by the step computing it.
+    /// Bytes of output `k`.
+    fn output_bytes(&self, k: usize) -> usize {
+        self.output_types[k].shape.size() * self.output_types[k].dtype.size_bytes()
+    }
+
     pub(crate) fn copied_out(&self, k: usize) -> bool {
         !matches!(self.outputs[k], Loc::Out(j) if j == k)
     }
@@ -300,31 +311,46 @@ impl Executable {
     /// - a **row** step, over the same `rows ≥ 2` as every other row step, that reads the carries
     ///   and the row steps' buffers only in the row it writes;
     /// - a **uniform** step, which reads only scan constants, xs, constants and earlier uniform
-    ///   steps' buffers, and writes only arena buffers (W2's `sin(ω t + φ)`, shared by every robot,
-    ///   computed from the step's xs): each range computes it whole, in its own sub-arena.
+    ///   steps' buffers, and writes arena buffers or ys (W2's `sin(ω t + φ)`, shared by every robot,
+    ///   computed from the step's xs, and saved for the gradient): each range computes it whole, in
+    ///   its own sub-arena (ys: see [`RowSplit::private`]).
     ///
     /// At least one step is a row step, and every output is written by its step (none is copied in
     /// after the last). Rows `lo..hi` of the outputs then depend only on rows `lo..hi` of the
     /// carries, so [`Executable::run_rows`] may run row ranges on different threads, each at its own
-    /// pace. The work counted is the row steps'.
+    /// pace. The work counted is the row steps'. A body that splits with row steps only does so
+    /// (nothing is computed twice).
     pub(crate) fn row_split(&self, consts: usize, carries: usize) -> Option<RowSplit> {
+        self.split_steps(consts, carries, false).or_else(|| self.split_steps(consts, carries, true))
+    }
+
+    /// [`Executable::row_split`], with uniform steps (`shared`) or without.
+    fn split_steps(&self, consts: usize, carries: usize, shared_steps: bool) -> Option<RowSplit> {
         let read_only = |l: &Loc| match *l {
             Loc::Const(_) => true,
             Loc::Param(i) => i < consts || i >= consts + carries,
             Loc::Arena(_) | Loc::Out(_) => false,
         };
         // Arena offsets whose latest writer is a uniform step (a live buffer's producer is the
-        // latest step that wrote at its offset).
+        // latest step that wrote at its offset), and the ys uniform steps write.
         let mut uniform_at: std::collections::HashSet<usize> = std::collections::HashSet::new();
-        let from_uniform =
-            |l: &Loc, at: &std::collections::HashSet<usize>| matches!(l, Loc::Arena(o) if at.contains(o));
+        let mut private: Vec<(usize, usize)> = Vec::new();
+        let mut private_bytes = 0;
         let (mut rows, mut units) = (None, 0u64);
         let mut uniform = Vec::with_capacity(self.steps.len());
         for step in &self.steps {
             let Op::Kernel { rows: r, row_local, units: u, .. } = &step.op else { return None };
-            let shared = |l: &Loc| read_only(l) || from_uniform(l, &uniform_at);
+            let shared = |l: &Loc| {
+                read_only(l)
+                    || match *l {
+                        Loc::Arena(o) => uniform_at.contains(&o),
+                        Loc::Out(k) => private.iter().any(|p| p.0 == k),
+                        Loc::Const(_) | Loc::Param(_) => false,
+                    }
+            };
+            let writable = |l: &Loc| matches!(*l, Loc::Arena(_)) || matches!(*l, Loc::Out(k) if k >= carries);
             let is_uniform =
-                step.inputs.iter().all(shared) && step.outputs.iter().all(|l| matches!(l, Loc::Arena(_)));
+                shared_steps && step.inputs.iter().all(shared) && step.outputs.iter().all(writable);
             if !is_uniform {
                 let local = step.inputs.iter().zip(row_local.iter()).all(|(l, &local)| local || shared(l));
                 if *rows.get_or_insert(*r) != *r || !local {
@@ -333,39 +359,58 @@ impl Executable {
                 units = units.saturating_add(*u);
             }
             for l in &step.outputs {
-                if let Loc::Arena(o) = *l {
-                    if is_uniform {
-                        uniform_at.insert(o);
-                    } else {
-                        uniform_at.remove(&o);
+                match *l {
+                    Loc::Arena(o) if is_uniform => _ = uniform_at.insert(o),
+                    Loc::Arena(o) => _ = uniform_at.remove(&o),
+                    Loc::Out(k) if is_uniform => {
+                        private.push((k, private_bytes));
+                        private_bytes += self.output_bytes(k).next_multiple_of(16);
                     }
+                    Loc::Out(_) | Loc::Const(_) | Loc::Param(_) => {}
                 }
             }
             uniform.push(is_uniform);
         }
         let rows = rows.filter(|&r| r >= 2)?;
         let whole = (0..self.outputs.len()).all(|k| !self.copied_out(k));
-        whole.then(|| RowSplit { rows, units, uniform: uniform.into() })
+        whole.then(|| RowSplit {
+            rows,
+            units,
+            uniform: uniform.into(),
+            private: private.into(),
+            private_bytes,
+        })
     }
 
     /// [`Executable::run_raw`] on rows `lo..hi` only, on this thread: each row step's kernel on
     /// that range, each uniform step's on all its rows (`split` from [`Executable::row_split`]).
+    /// With `private` (every range but the first), the shared steps' ys go to that area instead.
     ///
     /// # Safety
     /// As [`Executable::run_raw`]; [`Executable::row_split`] gave `split` for `self`, `lo ≤ hi ≤
-    /// rows`, no other thread touches rows `lo..hi` of the buffers, and `arena` is this thread's
-    /// alone.
+    /// rows`, no other thread touches rows `lo..hi` of the buffers, and `arena` (and `private`, of
+    /// `split.private_bytes` bytes, 16-aligned) is this thread's alone.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) unsafe fn run_rows(
         &self,
         ins: &[*const u8],
         outs: &[*mut u8],
         arena: *mut u8,
         split: &RowSplit,
+        private: Option<*mut u8>,
         lo: i64,
         hi: i64,
     ) {
-        // SAFETY: per the contract.
-        let ptr = |l: &Loc| unsafe { self.loc_ptr(l, ins, outs, arena) };
+        let ptr = |l: &Loc| match (*l, private) {
+            (Loc::Out(k), Some(area)) => match split.private.iter().find(|p| p.0 == k) {
+                // SAFETY: the private area holds this output at `at` (`row_split`).
+                Some(&(_, at)) => unsafe { area.add(at) },
+                // SAFETY: per the contract.
+                None => unsafe { self.loc_ptr(l, ins, outs, arena) },
+            },
+            // SAFETY: per the contract.
+            _ => unsafe { self.loc_ptr(l, ins, outs, arena) },
+        };
         for (step, &uniform) in self.steps.iter().zip(split.uniform.iter()) {
             // `row_split` admits kernel steps only.
             let Op::Kernel { kernel, rows, .. } = &step.op else { continue };
