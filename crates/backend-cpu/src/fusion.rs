@@ -1,6 +1,6 @@
 //! Greedy producer→consumer fusion: decides, per equation, whether it is computed inline inside the
 //! kernel of its consumer, is the root of a kernel (its result materialized in a buffer), or runs as a
-//! runtime step (gemm, sort, scatter, cumulative scans, control flow).
+//! runtime step (gemm, sort, most scatters, cumulative scans, control flow).
 //!
 //! The rule (deliberately simple; the equality-saturation pass improves on it later): an equation a
 //! kernel can express as "value at an output index" is inlined into its consumer when its result has
@@ -25,7 +25,8 @@
 //! contracting size ([`SMALL_DOT_CONTRACTION`]) and either few multiply-adds ([`SMALL_DOT_MAX_MACS`]),
 //! a vector operand or no contraction at all (an outer product), and matrix-vector ones of at most [`TINY_DOT_MACS`] multiply-adds; the others
 //! are gemm runtime steps. A `segment_sum` of scalar rows is a kernel root with its data's
-//! producers fused in ([`segment_kernel`]): message passing as one pass over the edges.
+//! producers fused in ([`segment_kernel`]): message passing as one pass over the edges; so is a
+//! row-wise `scatter_add` ([`scatter_kernel`], a vmapped message sum), one row per lane.
 
 use kiln_ir::{Function, Prim};
 
@@ -58,7 +59,8 @@ enum Lowering {
 pub(crate) const SMALL_DOT_CONTRACTION: usize = 16;
 
 /// The most multiply-adds (output elements × contracting size) a small-contraction dot may have and
-/// still be a kernel: the kernel's per-element scalar sum loses to gemm on a real matrix product.
+/// still be a kernel, unless it is a matrix-vector or an outer product (no reuse for gemm to win
+/// back): the kernel's per-element scalar sum loses to gemm on a real matrix product.
 /// Measured on W5's backward `[256,10]·[512,10]ᵀ` (1.3 M multiply-adds): as a kernel it took about a
 /// quarter of the 8 ms step (`perf`), more than the 784×512×256 gemm that precedes it per flop.
 pub(crate) const SMALL_DOT_MAX_MACS: usize = 1 << 18;
@@ -82,7 +84,8 @@ fn lowering(f: &Function, e: &kiln_ir::Eqn) -> Lowering {
             // A matrix-vector product has no operand reuse for gemm's blocking to win back, so a
             // small contraction stays a kernel however many rows it has: W2's batched spring
             // actuation `[256·120, 10]·[10]` spent 27 % of its step packing the matrix for gemm.
-            // An outer product (k = 1) is a product per element, nothing for gemm to block.
+            // An outer product (k = 1: no contraction, or one of size 1) is a product per element,
+            // nothing for gemm to block.
             if k <= SMALL_DOT_CONTRACTION && (macs <= SMALL_DOT_MAX_MACS || vector_side || k == 1)
                 || vector_side && macs <= TINY_DOT_MACS
             {
@@ -178,6 +181,13 @@ pub(crate) fn scatter_kernel(f: &Function, e: &kiln_ir::Eqn) -> bool {
         && matches!(ids.dtype, DType::I32 | DType::U32)
 }
 
+/// The rows of a scatter into `axis ≥ 1`: the output's elements before that axis, each of which
+/// reads the shared indices once (`batch_dims` 0, see [`scatter_kernel`]).
+fn scattered_rows(f: &Function, e: &kiln_ir::Eqn) -> u64 {
+    let Prim::Scatter { axis, .. } = e.prim else { return 1 };
+    f.var_type(e.outputs[0]).shape.dims()[..axis].iter().product::<usize>() as u64
+}
+
 /// Whether `e` reads `v` as the ids of a `segment_sum`, which are never inlined (see
 /// [`segment_kernel`]).
 fn segment_ids(e: &kiln_ir::Eqn, v: kiln_ir::Var) -> bool {
@@ -206,6 +216,8 @@ fn rereads(f: &Function, e: &kiln_ir::Eqn, slot: usize) -> bool {
         Prim::Gather { .. } => slot == 0,
         // Each operand element is read once per free index of the other operand.
         Prim::DotGeneral { .. } => dot_free_size(f, e, slot) > 1,
+        // A scatter kernel with indices shared by every row reads each index once per row.
+        Prim::Scatter { batch_dims: 0, axis: 1.., .. } if slot == 1 => scattered_rows(f, e) > 1,
         // One read per operand element at most.
         Prim::Iota { .. }
         | Prim::Reshape { .. }
@@ -267,6 +279,7 @@ fn reads(f: &Function, e: &kiln_ir::Eqn, slot: usize) -> u64 {
         | Prim::Pad { .. }
         | Prim::Gather { .. } => per_output(),
         Prim::DotGeneral { .. } => dot_free_size(f, e, slot).max(1) as u64,
+        Prim::Scatter { batch_dims: 0, axis: 1.., .. } if slot == 1 => scattered_rows(f, e),
         Prim::Iota { .. }
         | Prim::Reshape { .. }
         | Prim::Transpose { .. }

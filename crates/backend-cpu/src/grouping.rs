@@ -8,8 +8,8 @@
 //! A kernel joins the latest group it can be moved up to: every buffer it reads must be ready there
 //! (computed before the group, or an earlier member's output read at the same row, see
 //! [`row_local`]). Moving a kernel earlier is safe because nothing between reads its output yet.
-//! Not grouped: segment kernels (their runtime cuts rows by id), rank-0 outputs (one element
-//! that every task would write), and empty outputs.
+//! Not grouped: segment kernels (their runtime cuts rows by id), scatter kernels (their own loop
+//! over the updates), rank-0 outputs (one element that every task would write), and empty outputs.
 
 use crate::codegen::{MAX_KERNEL_OPERANDS, kernel_leaves};
 use crate::fusion::Role;

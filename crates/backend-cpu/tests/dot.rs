@@ -223,11 +223,11 @@ fn tiny_matrix_vector_products_are_kernels_whatever_their_contraction() {
     // matrix-vector product has at most TINY_DOT_MACS (4096) multiply-adds; [230,19]·[19] (4370) is a gemm step. A [16,20]·[20,16]
     // product (5120, no vector side) stays gemm. Both paths match the interpreter bit for bit.
     // A matrix-vector product with a small contraction (≤ SMALL_DOT_CONTRACTION) is a kernel
-    // however many rows it has: W2's batched `[256,120,10]·[10]` (307 200), here [3000,10]·[10] and
-    // its transpose-side form [10]·[10,3000].
+    // however many rows it has, past SMALL_DOT_MAX_MACS (2¹⁸): W2's batched `[256,120,10]·[10]`
+    // (307 200), here [30000,10]·[10] and its transpose-side form [10]·[10,30000].
     let cases: [(Case, bool); 6] = [
-        (Case { lhs: &[3000, 10], rhs: &[10], lc: &[1], rc: &[0], lb: &[], rb: &[] }, false),
-        (Case { lhs: &[10], rhs: &[10, 3000], lc: &[0], rc: &[0], lb: &[], rb: &[] }, false),
+        (Case { lhs: &[30000, 10], rhs: &[10], lc: &[1], rc: &[0], lb: &[], rb: &[] }, false),
+        (Case { lhs: &[10], rhs: &[10, 30000], lc: &[0], rc: &[0], lb: &[], rb: &[] }, false),
         (Case { lhs: &[64], rhs: &[64, 4], lc: &[0], rc: &[0], lb: &[], rb: &[] }, false),
         (Case { lhs: &[40, 50], rhs: &[50], lc: &[1], rc: &[0], lb: &[], rb: &[] }, false),
         (Case { lhs: &[230, 19], rhs: &[19], lc: &[1], rc: &[0], lb: &[], rb: &[] }, true),

@@ -326,3 +326,29 @@ fn row_wise_scatter_add_by_hand() {
     let got = compile(&case(true).function(2, 3, 3)).unwrap().run(&[x, shared, u]).unwrap();
     assert_eq!(got[0].to_vec::<f32>().unwrap(), vec![104.0, 100.0, 103.0, 164.0, 100.0, 124.0]);
 }
+
+#[test]
+fn shared_scatter_indices_computed_in_the_step_are_computed_once() {
+    // Indices shared by every row are read once per row: a costly producer (`i % 6`, a division)
+    // would be evaluated 7 times per index inline, so it is a kernel of its own.
+    let mut f = Function::new();
+    let x = f.add_param(TensorType::new(DType::F32, Shape::new(&[7, 5])));
+    let i = f.add_param(TensorType::new(DType::I32, Shape::new(&[13])));
+    let u = f.add_param(TensorType::new(DType::F32, Shape::new(&[7, 13])));
+    let six = f.add_const(Array::scalar(6i32));
+    let bc = Prim::BroadcastInDim { shape: Shape::new(&[13]), broadcast_dimensions: vec![] };
+    let sixes = push(&mut f, bc, &[six]);
+    let ids = push(&mut f, Prim::Binary(BinaryOp::Rem), &[i, sixes]);
+    let sc = Prim::Scatter { op: ScatterOp::Add, axis: 1, batch_dims: 0, mode: IndexMode::FillOrDrop };
+    let out = push(&mut f, sc, &[x, ids, u]);
+    f.outputs.push(out);
+    let plan = plan_of(&f, 1);
+    assert!(plan.contains("root     #1 rem"), "{plan}");
+    let args = [
+        Array::from_vec(&[7, 5], (0..35).map(|k| k as f32).collect::<Vec<_>>()),
+        Array::from_vec(&[13], (0..13).map(|k| k * 5 - 9).collect::<Vec<_>>()),
+        Array::from_vec(&[7, 13], (0..91).map(|k| 0.5 * k as f32).collect::<Vec<_>>()),
+    ];
+    let got = compile(&f).unwrap().run(&args).unwrap();
+    assert!(got[0].bitwise_eq(&eval(&f, &args).unwrap()[0]));
+}

@@ -51,7 +51,8 @@ pub(super) struct Member<'m> {
 }
 
 /// Compiles a kernel with one or more roots into `func`: for rows `lo..hi`, each member's loop nest
-/// in turn (a multi-output kernel, see `crate::grouping`). A segment kernel is a group of one.
+/// in turn (a multi-output kernel, see `crate::grouping`). Segment and scatter kernels are groups
+/// of one.
 pub(super) fn build(
     module: &mut JITModule,
     func: &mut ClifFunction,
@@ -105,9 +106,9 @@ pub(super) fn build(
         let e = &m.f.eqns[m.root];
         let out_ty = m.f.var_type(e.outputs[0]).clone();
         let dims = out_ty.shape.dims().to_vec();
-        // A segment kernel's own loop (see `segment_rows`); else the vector path when the static
-        // check allows it (see `vector`), else the scalar loop nest (unrolled for a rank-1 gather,
-        // see `gather_rows`).
+        // A segment or scatter kernel's own loop (see `segment_rows`, `scatter_rows`); else the
+        // vector path when the static check allows it (see `vector`), else the scalar loop nest
+        // (unrolled for a rank-1 gather, see `gather_rows`).
         if let Prim::SegmentSum { .. } = e.prim {
             let flag = em.b.ins().load(types::I64, mem(), table, ((m.out_slot + 1) * 8) as i32);
             em.segment_rows(e, out_base, flag, lo, hi)?;

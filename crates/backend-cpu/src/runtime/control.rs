@@ -344,9 +344,11 @@ impl Control {
                 let mut ins = vec![std::ptr::null::<u8>(); frame.n_in];
                 let mut outs = vec![std::ptr::null_mut::<u8>(); frame.n_out];
                 let scratch = base as *mut u8;
-                // SAFETY: range `c`'s sub arena lies inside the frame (`plan_split`), and the body
-                // reads and writes the shared buffers only in rows `lo..hi`
-                // (`Executable::row_split`), which no other range touches.
+                // SAFETY: range `c`'s sub arena (and its private area) lies inside the frame
+                // (`plan_split`); the body's row steps read and write the shared buffers only in
+                // rows `lo..hi`, which no other range touches, and its shared steps write whole ys
+                // only in range 0, the other ranges writing their private copies
+                // (`Executable::row_split`).
                 unsafe {
                     let arena = scratch.add(frame.sub + c as usize * frame.sub_stride);
                     let private = (c > 0).then(|| arena.add(frame.arena_stride));

@@ -273,13 +273,13 @@ impl Executable {
         t.add(Traffic::new(copy_out, 0))
     }
 
-    /// Whether output `k` is copied into its buffer after the steps (a parameter, a constant, or a
-    /// value that is also an earlier output) rather than written there by the step computing it.
     /// Bytes of output `k`.
     fn output_bytes(&self, k: usize) -> usize {
         self.output_types[k].shape.size() * self.output_types[k].dtype.size_bytes()
     }
 
+    /// Whether output `k` is copied into its buffer after the steps (a parameter, a constant, or a
+    /// value that is also an earlier output) rather than written there by the step computing it.
     pub(crate) fn copied_out(&self, k: usize) -> bool {
         !matches!(self.outputs[k], Loc::Out(j) if j == k)
     }
@@ -338,6 +338,13 @@ impl Executable {
         let mut private_bytes = 0;
         let (mut rows, mut units) = (None, 0u64);
         let mut uniform = Vec::with_capacity(self.steps.len());
+        // A step over the carries' rows stays a row step even if it reads nothing per row: shared,
+        // every range would compute it whole.
+        let carry = |l: &Loc| matches!(*l, Loc::Param(i) if i >= consts && i < consts + carries);
+        let carry_rows = self.steps.iter().find_map(|s| match &s.op {
+            Op::Kernel { rows, .. } if s.inputs.iter().any(carry) => Some(*rows),
+            _ => None,
+        });
         for step in &self.steps {
             let Op::Kernel { rows: r, row_local, units: u, .. } = &step.op else { return None };
             let shared = |l: &Loc| {
@@ -349,8 +356,10 @@ impl Executable {
                     }
             };
             let writable = |l: &Loc| matches!(*l, Loc::Arena(_)) || matches!(*l, Loc::Out(k) if k >= carries);
-            let is_uniform =
-                shared_steps && step.inputs.iter().all(shared) && step.outputs.iter().all(writable);
+            let is_uniform = shared_steps
+                && carry_rows != Some(*r)
+                && step.inputs.iter().all(shared)
+                && step.outputs.iter().all(writable);
             if !is_uniform {
                 let local = step.inputs.iter().zip(row_local.iter()).all(|(l, &local)| local || shared(l));
                 if *rows.get_or_insert(*r) != *r || !local {

@@ -910,9 +910,9 @@ fn positive(flag: &str, n: i64, what: &str) -> Result<usize, String> {
     usize::try_from(n).ok().filter(|&v| v > 0).ok_or_else(|| format!("{flag} {n}: {what} must be positive"))
 }
 
-/// `--json FILE` must be writable where it is named: checked before the rollout runs, so that a
-/// mistyped folder is reported at once rather than after the whole run. The file itself is written
-/// (created or replaced) only at the end.
+/// `--json FILE` must name a file in an existing folder: checked before the rollout runs, so that
+/// a mistyped folder is reported at once rather than after the whole run. The file itself is
+/// written (created or replaced) only at the end, where any other error (permissions) shows.
 fn check_json_path(path: &Path) -> Result<(), String> {
     let err = |why: &str| Err(format!("--json {}: {why}", path.display()));
     if path.is_dir() {
