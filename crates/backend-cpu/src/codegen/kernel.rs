@@ -466,12 +466,7 @@ impl<'a, 'b> Emitter<'a, 'b> {
                 let r = s.b.ins().iadd_imm_s(i, k);
                 let mut values = Vec::with_capacity(row_len);
                 for j in 0..row_len {
-                    let mut idx = vec![r];
-                    let mut rest = j;
-                    for d in (0..inner.len()).rev() {
-                        idx.insert(1, s.iconst((rest % inner[d]) as i64));
-                        rest /= inner[d];
-                    }
+                    let idx = s.row_element(vec![r], inner, j);
                     values.push(s.value(data, &idx)?);
                 }
                 rows.push((s.index_at(ids, &[r])?, values));
@@ -488,9 +483,7 @@ impl<'a, 'b> Emitter<'a, 'b> {
                 let first = s.b.ins().imul_imm_s(id, row_len as i64);
                 for (j, v) in values.into_iter().enumerate() {
                     let at = s.b.ins().iadd_imm_s(first, j as i64);
-                    let old = s.load(dt, out_base, at);
-                    let sum = scalar::binary(s, kiln_ir::BinaryOp::Add, dt, old, v)?;
-                    s.store(dt, out_base, at, sum);
+                    s.add_into(dt, out_base, at, v)?;
                 }
                 s.b.ins().jump(next, &[]);
                 // Not owned: another range's segment, or an id outside `0..num_segments` (negative
@@ -553,27 +546,36 @@ impl<'a, 'b> Emitter<'a, 'b> {
                 let row = s.b.ins().iadd(row, target);
                 let first = s.b.ins().imul_imm_s(row, row_len as i64);
                 for j in 0..row_len {
-                    let mut idx = vec![b, i];
-                    let mut rest = j;
-                    let mut tail = vec![0; inner.len()];
-                    for d in (0..inner.len()).rev() {
-                        tail[d] = rest % inner[d];
-                        rest /= inner[d];
-                    }
-                    for t in tail {
-                        idx.push(s.iconst(t as i64));
-                    }
+                    let idx = s.row_element(vec![b, i], &inner, j);
                     let v = s.value(upd, &idx)?;
                     let at = s.b.ins().iadd_imm_s(first, j as i64);
-                    let old = s.load(dt, out_base, at);
-                    let sum = scalar::binary(s, kiln_ir::BinaryOp::Add, dt, old, v)?;
-                    s.store(dt, out_base, at, sum);
+                    s.add_into(dt, out_base, at, v)?;
                 }
                 s.b.ins().jump(next, &[]);
                 s.b.switch_to_block(next);
                 Ok(())
             })
         })
+    }
+
+    /// `prefix` followed by the multi-index of element `j` of a row-major row of shape `inner`.
+    fn row_element(&mut self, mut prefix: Vec<Value>, inner: &[usize], j: usize) -> Vec<Value> {
+        let at = prefix.len();
+        let mut rest = j;
+        for &n in inner.iter().rev() {
+            let c = self.iconst((rest % n) as i64);
+            prefix.insert(at, c);
+            rest /= n;
+        }
+        prefix
+    }
+
+    /// `out[at] = out[at] + v` (the interpreter's sequential sum, one element).
+    fn add_into(&mut self, dt: DType, out_base: Value, at: Value, v: Value) -> R<()> {
+        let old = self.load(dt, out_base, at);
+        let sum = scalar::binary(self, kiln_ir::BinaryOp::Add, dt, old, v)?;
+        self.store(dt, out_base, at, sum);
+        Ok(())
     }
 
     /// `x` clamped into `[lo, hi]` (i64).
