@@ -163,6 +163,9 @@ pub struct Executable {
 /// memset per kernel step, which showed in the per-step time of small scan bodies.
 struct Table([MaybeUninit<*mut u8>; MAX_KERNEL_OPERANDS]);
 
+// SAFETY: the table is only read; the buffers it points to are written on disjoint row ranges.
+unsafe impl Sync for Table {}
+
 /// How a scan body runs as row ranges ([`Executable::row_split`]).
 #[derive(Clone, Debug)]
 pub(crate) struct RowSplit {
@@ -179,8 +182,6 @@ pub(crate) struct RowSplit {
     /// Bytes of that private area.
     pub(crate) private_bytes: usize,
 }
-// SAFETY: the table is only read; the buffers it points to are written on disjoint row ranges.
-unsafe impl Sync for Table {}
 
 impl Table {
     /// A kernel step's table: its inputs, then its outputs.
