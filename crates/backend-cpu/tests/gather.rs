@@ -352,3 +352,30 @@ fn shared_scatter_indices_computed_in_the_step_are_computed_once() {
     let got = compile(&f).unwrap().run(&args).unwrap();
     assert!(got[0].bitwise_eq(&eval(&f, &args).unwrap()[0]));
 }
+
+#[test]
+fn row_wise_scatter_adds_with_no_updates_or_no_rows_match_the_interpreter() {
+    // No updates per row (S = 0): the kernel copies the operand. No rows (B = 0) or no segments
+    // (M = 0): not a kernel, the runtime routine; all equal to the interpreter, none panics.
+    for (b, m, s) in [(4, 3, 0), (0, 3, 5), (4, 0, 5), (0, 0, 0)] {
+        for shared in [false, true] {
+            let case = ScatterCase {
+                dt: DType::F32,
+                idt: DType::I32,
+                mode: IndexMode::FillOrDrop,
+                shared,
+                inner: vec![2],
+            };
+            let f = case.function(b, m, s);
+            let ids: Vec<i32> =
+                (0..case.id_dims(b, s).iter().product::<usize>()).map(|k| k as i32 % 4 - 1).collect();
+            let args = [
+                Array::from_vec(&[b, m, 2], (0..b * m * 2).map(|k| k as f32).collect::<Vec<_>>()),
+                Array::from_vec(&case.id_dims(b, s), ids),
+                Array::from_vec(&[b, s, 2], (0..b * s * 2).map(|k| 0.25 * k as f32).collect::<Vec<_>>()),
+            ];
+            let got = compile(&f).unwrap().run(&args).unwrap();
+            assert!(got[0].bitwise_eq(&eval(&f, &args).unwrap()[0]), "B {b} M {m} S {s} shared {shared}");
+        }
+    }
+}
