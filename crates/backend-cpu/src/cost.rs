@@ -1,7 +1,7 @@
 //! Static cost estimates: the work of a kernel (which decides whether it runs in parallel) and the
 //! per-call totals of [`CostReport`].
 
-use kiln_ir::{BinaryOp, Function, Prim, UnaryOp};
+use kiln_ir::{BinaryOp, Function, Prim, UnaryOp, Var};
 use std::fmt;
 use std::time::Duration;
 
@@ -142,22 +142,50 @@ pub(crate) struct KernelWork {
 pub(crate) fn kernel_work(f: &Function, root: usize, inlined: &[usize], leaves: usize) -> KernelWork {
     let e = &f.eqns[root];
     // A segment kernel loops over its data rows, not its output.
-    let looped = match e.prim {
-        Prim::SegmentSum { .. } => e.inputs[0],
+    let in_dims = |k: usize| f.var_type(e.inputs[k]).shape.dims().to_vec();
+    // The root's loop: the elements it loops over, and the steps per element (the reduced
+    // elements of a reduction, else 1).
+    let (looped, loop_len): (Var, u64) = match &e.prim {
+        Prim::SegmentSum { .. } => (e.inputs[0], 1),
         // A scatter kernel copies its operand, then adds every update: the updates dominate.
-        Prim::Scatter { .. } => e.inputs[2],
-        _ => e.outputs[0],
+        Prim::Scatter { .. } => (e.inputs[2], 1),
+        Prim::Reduce { axes, .. } => (e.outputs[0], axes.iter().map(|&a| in_dims(0)[a] as u64).product()),
+        Prim::ArgReduce { axis, .. } => (e.outputs[0], in_dims(0)[*axis] as u64),
+        Prim::DotGeneral { lhs_contracting, .. } => {
+            (e.outputs[0], lhs_contracting.iter().map(|&a| in_dims(0)[a] as u64).product())
+        }
+        Prim::Unary(_)
+        | Prim::Binary(_)
+        | Prim::Compare(_)
+        | Prim::Select
+        | Prim::Clamp
+        | Prim::ConvertElementType { .. }
+        | Prim::BitcastConvertType { .. }
+        | Prim::Iota { .. }
+        | Prim::BroadcastInDim { .. }
+        | Prim::Reshape { .. }
+        | Prim::Transpose { .. }
+        | Prim::Rev { .. }
+        | Prim::Slice { .. }
+        | Prim::DynamicSlice { .. }
+        | Prim::DynamicUpdateSlice
+        | Prim::Concatenate { .. }
+        | Prim::Pad { .. }
+        | Prim::Gather { .. }
+        | Prim::StopGradient => (e.outputs[0], 1),
+        // Runtime steps are never kernel roots; counted as one pass over their output.
+        Prim::Cumulative { .. }
+        | Prim::Sort { .. }
+        | Prim::Threefry2x32
+        | Prim::CustomJvpCall { .. }
+        | Prim::CustomVjpCall { .. }
+        | Prim::Scan { .. }
+        | Prim::WhileLoop { .. }
+        | Prim::Cond { .. }
+        | Prim::Call { .. }
+        | Prim::Checkpoint { .. } => (e.outputs[0], 1),
     };
     let out = f.var_type(looped).shape.size() as u64;
-    let in_dims = |k: usize| f.var_type(e.inputs[k]).shape.dims().to_vec();
-    let loop_len: u64 = match &e.prim {
-        Prim::Reduce { axes, .. } => axes.iter().map(|&a| in_dims(0)[a] as u64).product(),
-        Prim::ArgReduce { axis, .. } => in_dims(0)[*axis] as u64,
-        Prim::DotGeneral { lhs_contracting, .. } => {
-            lhs_contracting.iter().map(|&a| in_dims(0)[a] as u64).product()
-        }
-        _ => 1,
-    };
     let per_eval = std::iter::once(root).chain(inlined.iter().copied()).map(|i| eval_cost(&f.eqns[i].prim));
     let (units, flops) = per_eval.fold((leaves as u64, 0), |(u, fl), c| (u + c.units, fl + c.flops));
     KernelWork {
