@@ -4,6 +4,7 @@
 use kiln_ir::{DType, IndexMode};
 use kiln_trace::methods::All;
 use kiln_trace::{Error, Tensor, trace};
+use std::collections::HashMap;
 
 fn f32s(shape: &[usize], v: &[f32]) -> Tensor {
     Tensor::from_vec(shape, v.to_vec())
@@ -447,6 +448,61 @@ fn take_wraps_negative_then_clamps() {
         &x.take_with_mode(&i32s(&[3], &[5, -1, -4]), 0, IndexMode::FillOrDrop),
         &[f32::NAN, 30.0, f32::NAN],
     );
+}
+
+/// The index operand of every `gather`/`scatter` in `f`, evaluated from the given index argument
+/// (`f`'s parameter 1) by the interpreter: only the equations the indices depend on run, so the
+/// (placeholder-sized) array parameter 0 is never allocated.
+fn index_operands(f: &kiln_ir::Function, idx: &kiln_ir::Array) -> Vec<kiln_ir::Array> {
+    use kiln_ir::Prim;
+    let mut env: std::collections::HashMap<kiln_ir::Var, kiln_ir::Array> = HashMap::new();
+    env.insert(f.params[1], idx.clone());
+    for c in &f.consts {
+        env.insert(c.var, (*c.value).clone());
+    }
+    let mut out = Vec::new();
+    for e in &f.eqns {
+        if let Prim::Gather { .. } | Prim::Scatter { .. } = e.prim {
+            out.push(env[&e.inputs[1]].clone());
+        }
+        let Some(args) = e.inputs.iter().map(|v| env.get(v)).collect::<Option<Vec<_>>>() else { continue };
+        for (v, a) in e.outputs.iter().zip(kiln_ir::eval_prim(&e.prim, &args).unwrap()) {
+            env.insert(*v, a);
+        }
+    }
+    out
+}
+
+#[test]
+fn negative_indices_wrap_exactly_on_axes_longer_than_i32_max() {
+    // Regression: `-1` on an axis of 2^31 + 100 elements read element 2^31 - 2 (i32::MAX - 1): the
+    // axis length was saturated to i32::MAX. Past i32::MAX the i32 indices become u32 and wrap there.
+    let n = (1usize << 31) + 100;
+    let idx = kiln_ir::Array::from_vec(&[5], vec![-1i32, 0, 7, i32::MIN, i32::MAX]);
+    let want = vec![n as u32 - 1, 0, 7, n as u32 - (1 << 31), i32::MAX as u32];
+    let ix = || Tensor::placeholder(DType::I32, &[5]);
+    let ops: [(&str, Box<dyn Fn(&Tensor, &Tensor) -> Tensor>); 4] = [
+        ("take", Box::new(|x, i| x.take(i, 0))),
+        ("take_along_axis", Box::new(|x, i| x.take_along_axis(i, 0))),
+        ("at_add", Box::new(|x, i| x.at_add(i, &Tensor::scalar(1.0f32)))),
+        ("at_set", Box::new(|x, i| x.at_set(i, &Tensor::scalar(1.0f32)))),
+    ];
+    for (name, op) in ops {
+        let traced = trace(|(x, i): (Tensor, Tensor)| op(&x, &i), &(ph(&[n]), ix())).unwrap();
+        let got = index_operands(&traced.function, &idx);
+        assert_eq!(got.len(), 1, "{name}");
+        assert_eq!(got[0].to_vec::<u32>().unwrap(), want, "{name}");
+    }
+    // Within i32 range nothing changes: i32 indices, `i + n` for negative ones.
+    let traced = trace(|(x, i): (Tensor, Tensor)| x.take(&i, 0), &(ph(&[10]), ix())).unwrap();
+    let got = index_operands(&traced.function, &idx);
+    assert_eq!(got[0].to_vec::<i32>().unwrap(), vec![9, 0, 7, i32::MIN + 10, i32::MAX]);
+    // Past u32, a wrapped i32 index may not fit: a clear error, u32 indices still work.
+    let huge = 1usize << 33;
+    let needles = ["too long for i32 indices", "methods.rs"];
+    trace_err(|(x, i): (Tensor, Tensor)| x.take(&i, 0), &(ph(&[huge]), ix()), "take", &needles);
+    let u = Tensor::placeholder(DType::U32, &[5]);
+    assert!(trace(|(x, i): (Tensor, Tensor)| x.take(&i, 0), &(ph(&[huge]), u)).is_ok());
 }
 
 #[test]

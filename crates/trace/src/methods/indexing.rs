@@ -26,16 +26,28 @@ fn check_nonempty(axis_size: usize, indices: &Tensor, shape: &Shape) -> Result<(
     Ok(())
 }
 
-/// `i + n` where `i < 0` (numpy's negative indices); u32 indices are never negative.
+/// `i + n` where `i < 0` (numpy's negative indices); u32 indices are never negative. On an axis
+/// longer than `i32::MAX` the i32 indices become u32 first (`convert` wraps a negative `i` to
+/// `2^32 + i`, and adding `n` in u32 gives `i + n`, which is then in `[n - 2^31, n)`): exact up to
+/// `2^32` elements. Longer axes are refused for i32 indices (their wrapped index may not fit u32).
 #[track_caller]
-fn wrap_negative(indices: &Tensor, n: usize) -> Tensor {
+fn wrap_negative(indices: &Tensor, n: usize) -> Result<Tensor, String> {
     match indices.dtype() {
         DType::I32 => {
-            let n = Tensor::scalar(i32::try_from(n).unwrap_or(i32::MAX));
             let negative = indices.lt(&Tensor::scalar(0i32));
-            where_(&negative, &(indices + &n), indices)
+            if let Ok(n) = i32::try_from(n) {
+                Ok(where_(&negative, &(indices + &Tensor::scalar(n)), indices))
+            } else if let Ok(n) = u32::try_from(n) {
+                let u = indices.astype(DType::U32);
+                Ok(where_(&negative, &(&u + &Tensor::scalar(n)), &u))
+            } else {
+                Err(format!(
+                    "an axis of {n} elements is too long for i32 indices: a negative index i wraps to \
+                     i + {n}, which u32 cannot hold; use u32 indices"
+                ))
+            }
         }
-        DType::U32 | DType::F32 | DType::F64 | DType::Bool => indices.clone(),
+        DType::U32 | DType::F32 | DType::F64 | DType::Bool => Ok(indices.clone()),
     }
 }
 
@@ -58,7 +70,8 @@ impl Tensor {
         check!(check_indices(indices), "take", &ops);
         let ax = check!(resolve_axis(axis.into(), &shape), "take", &ops);
         check!(check_nonempty(shape[ax], indices, &shape), "take", &ops);
-        lax::gather(self, &wrap_negative(indices, shape[ax]), ax, 0, mode)
+        let idx = check!(wrap_negative(indices, shape[ax]), "take", &ops);
+        lax::gather(self, &idx, ax, 0, mode)
     }
 
     /// `jnp.take_along_axis(x, indices, axis)`: `result[.., j, ..] = x[.., indices[.., j, ..], ..]`
@@ -89,7 +102,11 @@ impl Tensor {
             d
         };
         let x = self.broadcast_unchecked(&full(sx[ax]));
-        let idx = wrap_negative(&indices.broadcast_unchecked(&full(si[ax])), sx[ax]);
+        let idx = check!(
+            wrap_negative(&indices.broadcast_unchecked(&full(si[ax])), sx[ax]),
+            "take_along_axis",
+            &ops
+        );
         // Move `ax` last so the other axes are gather's leading batch dims, then move it back.
         let r = sx.rank();
         let perm: Vec<usize> = (0..r).filter(|&i| i != ax).chain([ax]).collect();
@@ -172,6 +189,6 @@ fn at_impl(op: ScatterOp, x: &Tensor, indices: &Tensor, updates: &Tensor) -> Ten
             format!("updates shape {su} cannot be broadcast to the indexed shape {}", Shape::new(&target));
         return fail1(name, &ops, msg);
     }
-    let idx = wrap_negative(indices, sx[0]);
+    let idx = check!(wrap_negative(indices, sx[0]), name, &ops);
     lax::scatter(op, x, &idx, &updates.broadcast_unchecked(&target), 0, 0, IndexMode::FillOrDrop)
 }
