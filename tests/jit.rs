@@ -190,3 +190,14 @@ fn a_donated_input_saves_the_outputs_allocation() {
     // The output's 256 KiB, less a few words of bookkeeping for the donation.
     assert!(donated + (1 << 18) <= kept + 256, "donated call: {donated} bytes, plain call: {kept} bytes");
 }
+
+#[test]
+fn a_result_too_large_to_exist_is_an_error_not_a_wrapped_size() {
+    // Regression: `[2^63, 2]` f32 wrapped to a zero-size buffer, so this sum "computed" 0.
+    let f = jit(|x: Tensor| x.broadcast_to(&[1usize << 63, 2]).sum(All));
+    let err = f.call(&Tensor::scalar(1f32)).unwrap_err().to_string();
+    assert!(
+        err.contains("broadcast_in_dim") && err.contains("too many elements") && err.contains("jit.rs"),
+        "{err}"
+    );
+}

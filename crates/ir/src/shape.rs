@@ -103,6 +103,18 @@ impl TensorType {
         TensorType { dtype, shape: shape.into() }
     }
 
+    /// Whether an array of this type can exist: its size in bytes (the product of its non-zero
+    /// sizes, as ndarray counts) fits `isize`. Every shape rule checks its results with this, so no
+    /// later size computation can wrap.
+    pub fn addressable(&self) -> bool {
+        self.shape
+            .dims()
+            .iter()
+            .filter(|&&d| d != 0)
+            .try_fold(self.dtype.size_bytes(), |n, &d| n.checked_mul(d))
+            .is_some_and(|bytes| bytes <= isize::MAX as usize)
+    }
+
     /// A rank-0 type.
     pub fn scalar(dtype: DType) -> TensorType {
         TensorType { dtype, shape: Shape::scalar() }

@@ -18,6 +18,17 @@ type Types = Result<Vec<TensorType>, TypeError>;
 /// count, dtype, rank or size, or parameters that do not fit the operands).
 pub fn output_types(prim: &Prim, inputs: &[TensorType]) -> Types {
     let r = Rule { name: prim.name(), inputs };
+    let types = rule(&r, prim)?;
+    for t in &types {
+        r.check(t.addressable(), || {
+            format!("the result {t} has too many elements: its size in bytes does not fit isize")
+        })?;
+    }
+    Ok(types)
+}
+
+/// The per-primitive rules.
+fn rule(r: &Rule, prim: &Prim) -> Types {
     match prim {
         Prim::Unary(op) => unary(&r, *op),
         Prim::Binary(op) => binary(&r, *op),
@@ -99,7 +110,7 @@ pub fn output_types(prim: &Prim, inputs: &[TensorType]) -> Types {
         }
         Prim::Call { body } | Prim::Checkpoint { body } => {
             let body = r.signature("body", body)?;
-            r.same_types("body parameter", &body.params, "operand", inputs)?;
+            r.same_types("body parameter", &body.params, "operand", r.inputs)?;
             Ok(body.outputs)
         }
         Prim::CustomJvpCall { fun, jvp } => custom_jvp(&r, fun, jvp),

@@ -95,11 +95,17 @@ impl Array {
     /// Builds an array from row-major data.
     ///
     /// # Panics
-    /// If `data.len()` is not the product of `shape`.
+    /// If `data.len()` is not the product of `shape` (or that product overflows).
     #[track_caller]
     pub fn from_vec<T: Element>(shape: &[usize], data: Vec<T>) -> Array {
-        let n: usize = shape.iter().product();
-        assert_eq!(data.len(), n, "Array::from_vec: {} elements for shape {}", data.len(), Shape::new(shape));
+        let n = shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d));
+        assert_eq!(
+            Some(data.len()),
+            n,
+            "Array::from_vec: {} elements for shape {}",
+            data.len(),
+            Shape::new(shape)
+        );
         T::wrap(ArrayD::from_shape_vec(IxDyn(shape), data).expect("length checked above"))
     }
 

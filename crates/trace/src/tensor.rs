@@ -64,6 +64,9 @@ impl Tensor {
     /// If `data.len()` is not the product of `shape`.
     #[track_caller]
     pub fn from_vec<T: Element>(shape: &[usize], data: Vec<T>) -> Tensor {
+        if let Some(e) = too_large("from_vec", T::DTYPE, shape) {
+            return e;
+        }
         Tensor::from_array(Array::from_vec(shape, data))
     }
 
@@ -73,16 +76,25 @@ impl Tensor {
     }
 
     /// A concrete tensor of `shape` filled with `value`.
+    #[track_caller]
     pub fn full<T: Element>(shape: &[usize], value: T) -> Tensor {
+        if let Some(e) = too_large("full", T::DTYPE, shape) {
+            return e;
+        }
         Tensor::from_array(T::wrap(ArrayD::from_elem(IxDyn(shape), value)))
     }
 
     /// Zeros (false) of the given dtype and shape.
+    #[track_caller]
     pub fn zeros(dtype: DType, shape: &[usize]) -> Tensor {
+        if let Some(e) = too_large("zeros", dtype, shape) {
+            return e;
+        }
         Tensor::from_array(Array::zeros(&TensorType::new(dtype, shape)))
     }
 
     /// Ones (true) of the given dtype and shape.
+    #[track_caller]
     pub fn ones(dtype: DType, shape: &[usize]) -> Tensor {
         match dtype {
             DType::F32 => Tensor::full(shape, 1.0f32),
@@ -233,4 +245,17 @@ impl From<f64> for Tensor {
     fn from(x: f64) -> Tensor {
         Tensor::scalar(x)
     }
+}
+
+/// The error of constructor `op` (naming the type and the caller's line) when an array of `dtype`
+/// and `shape` cannot exist ([`TensorType::addressable`]), else `None`.
+#[track_caller]
+pub(crate) fn too_large(op: &str, dtype: DType, shape: &[usize]) -> Option<Tensor> {
+    let t = TensorType::new(dtype, shape);
+    if t.addressable() {
+        return None;
+    }
+    // Not in a closure: `#[track_caller]` must see the user's call site.
+    let msg = format!("the result {t} has too many elements: its size in bytes does not fit isize");
+    Some(crate::methods::fail1(op, &[], msg))
 }

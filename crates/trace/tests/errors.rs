@@ -189,3 +189,42 @@ fn scan_length_errors_point_at_the_users_line() {
     let msg = err.to_string();
     assert!(msg.contains("leading sizes") && msg.contains(&format!("errors.rs:{line}:")), "{msg}");
 }
+
+#[test]
+fn sizes_past_isize_are_errors_naming_the_op_and_line() {
+    // Regression: element counts were never checked; `broadcast_to([2^63, 2])` panicked inside the
+    // interpreter (eager), traced to a type whose size wrapped (a jitted sum of it gave 0), `pad`
+    // wrapped its size eagerly, and the constructors panicked in ndarray or in an `expect`.
+    let h = 1usize << 63;
+    let caught = |f: &dyn Fn() -> Tensor| {
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+        let p = r.err().expect("a panic");
+        p.downcast_ref::<String>().cloned().unwrap_or_default()
+    };
+    let cases: [(&str, &dyn Fn() -> Tensor); 11] = [
+        ("arange", &|| Tensor::arange_step(0.0, 1.0, 1e-300, DType::F32)),
+        ("linspace", &|| Tensor::linspace(0.0, 1.0, usize::MAX, DType::F64)),
+        ("eye", &|| Tensor::eye(1 << 32, DType::F32)),
+        ("segment_sum", &|| {
+            Tensor::from_vec(&[1], vec![1f32]).segment_sum(&Tensor::from_vec(&[1], vec![0]), usize::MAX)
+        }),
+        ("broadcast_in_dim", &|| Tensor::scalar(1f32).broadcast_to(&[h, 2])),
+        ("broadcast_in_dim", &|| Tensor::from_vec(&[2], vec![1f32, 2.0]).tile(&[h, 2])),
+        ("pad", &|| Tensor::zeros(DType::F32, &[0]).pad(&[(1 << 62, 1 << 62)], 0.0)),
+        ("zeros", &|| Tensor::zeros(DType::F32, &[h, 2])),
+        ("full", &|| Tensor::full(&[h, 2], 1.0f32)),
+        ("iota", &|| kiln_trace::lax::iota(DType::F32, &[h, 2], 0)),
+        ("from_vec", &|| Tensor::from_vec(&[h, 2], Vec::<f32>::new())),
+    ];
+    for (op, f) in cases {
+        let msg = caught(f);
+        assert!(
+            msg.contains(op) && msg.contains("too many elements") && msg.contains("errors.rs"),
+            "{op}: {msg}"
+        );
+    }
+    // Traced: the same error, and no function is recorded.
+    let err = trace(|x: Tensor| x.broadcast_to(&[h, 2]).sum(kiln_trace::methods::All), &Tensor::scalar(1f32));
+    let msg = err.unwrap_err().to_string();
+    assert!(msg.contains("broadcast_in_dim") && msg.contains("too many elements"), "{msg}");
+}

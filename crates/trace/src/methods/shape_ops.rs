@@ -445,7 +445,11 @@ impl Tensor {
         if dtype == DType::Bool {
             return fail1("arange", &[], "dtype bool is not numeric".into());
         }
+        // Saturating: a count past usize stays unaddressable (and is refused) instead of wrapping.
         let n = ((stop - start) / step).ceil().max(0.0) as usize;
+        if let Some(e) = crate::tensor::too_large("arange", dtype, &[n]) {
+            return e;
+        }
         from_f64s(&[n], (0..n).map(|i| start + i as f64 * step).collect(), dtype)
     }
 
@@ -453,6 +457,9 @@ impl Tensor {
     /// last value is exactly `stop`. `num = 1` gives `[start]`.
     #[track_caller]
     pub fn linspace(start: f64, stop: f64, num: usize, dtype: DType) -> Tensor {
+        if let Some(e) = crate::tensor::too_large("linspace", dtype, &[num]) {
+            return e;
+        }
         let vals = (0..num)
             .map(|i| {
                 if i + 1 == num && num > 1 {
@@ -468,6 +475,9 @@ impl Tensor {
     /// The `n × n` identity matrix, concrete (`jnp.eye(n)`).
     #[track_caller]
     pub fn eye(n: usize, dtype: DType) -> Tensor {
+        if let Some(e) = crate::tensor::too_large("eye", dtype, &[n, n]) {
+            return e;
+        }
         let vals = (0..n * n).map(|i| if i / n == i % n { 1.0 } else { 0.0 }).collect();
         from_f64s(&[n, n], vals, dtype)
     }
