@@ -331,6 +331,9 @@ pub fn jacfwd(f: impl Fn(Tensor) -> Tensor + Clone) -> impl Fn(Tensor) -> Tensor
 }
 
 fn jacfwd_at(f: &(impl Fn(Tensor) -> Tensor + Clone), x: Tensor) -> Tensor {
+    if let Some(placeholder) = non_float_input("jacfwd", &x) {
+        return placeholder;
+    }
     {
         let n = x.size();
         let in_shape = x.shape();
@@ -361,6 +364,9 @@ pub fn jacrev(f: impl Fn(Tensor) -> Tensor + Clone) -> impl Fn(Tensor) -> Tensor
 }
 
 fn jacrev_at(f: &(impl Fn(Tensor) -> Tensor + Clone), x: Tensor) -> Tensor {
+    if let Some(placeholder) = non_float_input("jacrev", &x) {
+        return placeholder;
+    }
     {
         let (y, pull) = vjp(f.clone(), x.clone());
         let m = y.size();
@@ -384,6 +390,18 @@ pub fn hessian(f: impl Fn(Tensor) -> Tensor + Clone + 'static) -> impl Fn(Tensor
     let inner = at.clone();
     let g = move |x: Tensor| grad_at(f.clone(), inner.clone())(x);
     move |x: Tensor| with_api_location(&at, || jacfwd_at(&g, x))
+}
+
+/// The error of a Jacobian of a non-float input (JAX: "jacfwd requires real-valued inputs (input
+/// dtype that is a sub-dtype of np.floating), but got int32"): reported (a panic in eager mode, the
+/// trace's `Err` inside one), with `x` returned as the trace's placeholder result. `None` for floats.
+fn non_float_input(op: &str, x: &Tensor) -> Option<Tensor> {
+    if x.dtype().is_float() {
+        return None;
+    }
+    let msg = format!("differentiation requires a float input, got {}; convert it with astype", x.ty());
+    report_error(op, &[x], msg);
+    Some(x.clone())
 }
 
 /// The `j`-th standard basis vector of a type (one at flat index `j`).

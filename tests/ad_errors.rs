@@ -60,3 +60,22 @@ fn a_shape_error_inside_a_differentiated_function_is_an_err_at_the_users_line() 
 fn eager_grad_of_a_non_scalar_output_panics() {
     let _ = grad(|y: Tensor| &y * 2.0)(Tensor::from_vec(&[2], vec![1.0f32, 2.0]));
 }
+
+#[test]
+fn jacobians_of_an_integer_input_are_errors_naming_it() {
+    // Regression: `jacfwd` of an i32 input returned i32 zeros; JAX refuses it, as `grad` does here.
+    let i32s = Tensor::placeholder(DType::I32, &[3]);
+    let line = line!() + 1;
+    let err = trace(|x: Tensor| jacfwd(|y: Tensor| &y * 2)(x), &i32s).unwrap_err().to_string();
+    assert!(err.contains("jacfwd") && err.contains("i32[3]") && err.contains("float"), "{err}");
+    assert!(err.contains(&format!("ad_errors.rs:{line}:")), "{err}");
+    let err = trace(|x: Tensor| jacrev(|y: Tensor| &y * 2)(x), &i32s).unwrap_err().to_string();
+    assert!(err.contains("jacrev") && err.contains("i32[3]"), "{err}");
+    // Eagerly, a panic with the same message; floats are unaffected: d(2y)/dy = 2I.
+    let eager =
+        std::panic::catch_unwind(|| jacfwd(|y: Tensor| &y * 2)(Tensor::from_vec(&[2], vec![1i32, 2])));
+    let msg = eager.err().and_then(|p| p.downcast_ref::<String>().cloned()).unwrap_or_default();
+    assert!(msg.contains("jacfwd") && msg.contains("float"), "{msg}");
+    let j = jacfwd(|y: Tensor| &y * 2.0)(Tensor::from_vec(&[2], vec![1.0f32, 2.0]));
+    assert_eq!(j.to_vec::<f32>(), vec![2.0, 0.0, 0.0, 2.0]);
+}
