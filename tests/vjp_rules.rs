@@ -651,3 +651,16 @@ fn grad_of_grad_runs_the_rules_on_tracers() {
     let x = rng.tensor(&[4], 0.5, 1.5);
     check("grad of grad", &mut rng, &[x], |v| kiln::grad(inner.clone())(v[0].clone()));
 }
+
+#[test]
+fn clip_has_jnp_clips_gradient_at_its_bounds() {
+    // Regression: `clip` was `lax.clamp` (gradient 0 at a bound); jnp.clip is `minimum(maximum(x,
+    // lo), hi)`, whose tie split gives 1/2 there (JAX 0.10: `grad(lambda x: jnp.clip(x, 0., 1.))` is
+    // 0.5 at 0.0 and at 1.0). Inside the bounds 1, outside 0; values and NaN unchanged.
+    let g = |x: f32| grad(|y: Tensor| y.clip(0.0, 1.0))(Tensor::scalar(x)).to_vec::<f32>()[0];
+    assert_eq!([g(0.0), g(1.0), g(0.25), g(-2.0), g(3.0)], [0.5, 0.5, 1.0, 0.0, 0.0]);
+    let x = Tensor::from_vec(&[4], vec![-2.0f32, 0.5, 3.0, f32::NAN]);
+    let y = kiln::jit(|x: Tensor| x.clip(0.0, 1.0)).call(&x).unwrap().to_vec::<f32>();
+    assert_eq!(&y[..3], &[0.0, 0.5, 1.0]);
+    assert!(y[3].is_nan());
+}

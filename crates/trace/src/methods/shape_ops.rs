@@ -396,15 +396,16 @@ impl Tensor {
         lax::reshape(&b, &out)
     }
 
-    /// Limits values to `[lo, hi]` (`jnp.clip`): `min(max(x, lo), hi)`; NaN stays NaN. The bounds take
-    /// the tensor's dtype.
+    /// Limits values to `[lo, hi]` (`jnp.clip`): `min(max(x, lo), hi)`, written as those two ops as
+    /// jnp.clip is, so NaN stays NaN and the gradient at a bound is `1/2` (the tie split of
+    /// `maximum`/`minimum`; `lax::clamp` gives 0 there). The bounds take the tensor's dtype.
     #[track_caller]
     pub fn clip(&self, lo: f64, hi: f64) -> Tensor {
         if self.dtype() == DType::Bool {
             return fail1("clip", &[self], "dtype bool is not numeric".into());
         }
         let dt = self.dtype();
-        lax::clamp(&Tensor::scalar_like(lo, dt), self, &Tensor::scalar_like(hi, dt))
+        self.maximum(&Tensor::scalar_like(lo, dt)).minimum(&Tensor::scalar_like(hi, dt))
     }
 
     /// Zeros (false) of this tensor's dtype and shape (`jnp.zeros_like`).
