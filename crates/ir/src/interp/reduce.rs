@@ -1,9 +1,10 @@
 //! Reductions, prefix scans, sort and `dot_general`.
 //!
 //! Each primitive is one generic function over [`Num`], dispatched with [`with_array!`]. All
-//! accumulation is sequential, starting from the op's identity and walking the elements in row-major
-//! order, in the element type (ints wrap) — so results are deterministic and a sum of only `-0.0`
-//! is `+0.0`, as XLA's `reduce` with init value 0.
+//! accumulation starts from the op's identity and walks the elements in row-major order, in the
+//! element type (ints wrap) — so results are deterministic and a sum of only `-0.0` is `+0.0`, as
+//! XLA's `reduce` with init value 0. `reduce_sum` over more than 128 elements is pairwise (numpy's
+//! scheme, `fold_run`); everything else is sequential.
 
 use crate::{ArgOp, Array, CumulativeOp, DType, Element, ReduceOp, with_array};
 use ndarray::{ArrayD, ArrayView1, Axis, IxDyn};
@@ -284,10 +285,25 @@ fn reduce_t<T: Num>(op: ReduceOp, a: &ArrayD<T>, axes: &[usize]) -> ArrayD<T> {
     let data = permuted_vec(a, &[kept.as_slice(), &reduced].concat());
     let out_dims: Vec<usize> = kept.iter().map(|&d| a.shape()[d]).collect();
     let run: usize = reduced.iter().map(|&d| a.shape()[d]).product();
-    let out = (0..out_dims.iter().product())
-        .map(|o: usize| data[o * run..(o + 1) * run].iter().fold(identity(op), |acc, &x| combine(op, acc, x)))
-        .collect();
+    let out =
+        (0..out_dims.iter().product()).map(|o: usize| fold_run(op, &data[o * run..(o + 1) * run])).collect();
     from_vec(&out_dims, out)
+}
+
+/// Runs of at most this many elements are summed in order (numpy's `PW_BLOCKSIZE`).
+const PAIRWISE_BLOCK: usize = 128;
+
+/// One output element of a reduction: the run folded from the op's identity. A sum is pairwise, as
+/// numpy's: a longer run is split in halves whose sums are added, so the rounding error grows with
+/// log n, not n (2^20 f32 copies of 0.1 summed in order came to 105891.8, 1 % over 104857.6). Runs
+/// up to [`PAIRWISE_BLOCK`] keep the plain order. Integer sums wrap, so their order never matters;
+/// max/min do not round.
+fn fold_run<T: Num>(op: ReduceOp, run: &[T]) -> T {
+    if op == ReduceOp::Sum && run.len() > PAIRWISE_BLOCK {
+        let (a, b) = run.split_at(run.len() / 2);
+        return combine(op, fold_run(op, a), fold_run(op, b));
+    }
+    run.iter().fold(identity(op), |acc, &x| combine(op, acc, x))
 }
 
 /// Index of the first extreme; the first NaN, if any, wins (numpy). 0 for an empty lane.

@@ -1,0 +1,48 @@
+//! The interpreter's `reduce_sum` over long runs: pairwise (numpy's scheme), so eager sums keep their
+//! accuracy; short runs, `-0.0`, NaN and infinities behave as a sequential sum from `+0.0`.
+
+use kiln_ir::{Array, Prim, ReduceOp, eval_prim};
+
+fn sum(x: &Array, axes: &[usize]) -> Array {
+    eval_prim(&Prim::Reduce { op: ReduceOp::Sum, axes: axes.to_vec() }, &[x]).unwrap().remove(0)
+}
+
+#[test]
+fn a_long_f32_sum_is_accurate() {
+    // Regression: 2^20 copies of 0.1f32 summed in order gave 105891.84 (1 % over 104857.6: each add
+    // rounds at the growing total's ulp). Pairwise, the relative error stays near 1e-6.
+    let n = 1 << 20;
+    let x = Array::from_vec(&[n], vec![0.1f32; n]);
+    let got = sum(&x, &[0]).to_vec::<f32>().unwrap()[0];
+    let exact = f64::from(0.1f32) * n as f64;
+    assert!((f64::from(got) - exact).abs() < 0.25, "{got} vs {exact}");
+    // Along an inner axis of a [2, n/2] array: each row the same way.
+    let rows = sum(&Array::from_vec(&[2, n / 2], vec![0.1f32; n]), &[1]).to_vec::<f32>().unwrap();
+    assert!(rows.iter().all(|&r| (f64::from(r) - exact / 2.0).abs() < 0.15), "{rows:?}");
+}
+
+#[test]
+fn short_runs_sum_in_order_and_special_values_are_kept() {
+    // 128 elements or fewer: in order from +0.0. (1e8 + 1) + ... + 1 - 1e8 in f32 loses every 1.
+    let mut v = vec![1.0f32; 128];
+    v[0] = 1e8;
+    v[127] = -1e8;
+    assert_eq!(sum(&Array::from_vec(&[128], v), &[0]).to_vec::<f32>().unwrap(), vec![0.0]);
+    // Long runs: only -0.0 sums to +0.0; a NaN, or +inf with -inf, gives NaN; +inf alone +inf.
+    let n = 1000;
+    let neg_zero = sum(&Array::from_vec(&[n], vec![-0.0f64; n]), &[0]).to_vec::<f64>().unwrap()[0];
+    assert!(neg_zero == 0.0 && neg_zero.is_sign_positive());
+    let with = |at: &[(usize, f64)]| {
+        let mut v = vec![1.0f64; n];
+        for &(i, x) in at {
+            v[i] = x;
+        }
+        sum(&Array::from_vec(&[n], v), &[0]).to_vec::<f64>().unwrap()[0]
+    };
+    assert!(with(&[(999, f64::NAN)]).is_nan());
+    assert!(with(&[(3, f64::INFINITY), (900, f64::NEG_INFINITY)]).is_nan());
+    assert_eq!(with(&[(500, f64::INFINITY)]), f64::INFINITY);
+    // Integers wrap whatever the order.
+    let ints = sum(&Array::from_vec(&[300], vec![i32::MAX; 300]), &[0]).to_vec::<i32>().unwrap()[0];
+    assert_eq!(ints, i32::MAX.wrapping_mul(300));
+}
