@@ -473,7 +473,36 @@ fn duplicable(f: &Function, e: &kiln_ir::Eqn) -> bool {
         }
         Prim::Compare(_) => mask,
         Prim::Unary(U::Not | U::IsFinite) | Prim::Binary(B::And | B::Or | B::Xor) => mask,
-        _ => false,
+        // Arithmetic, and everything that moves or combines data beyond an index remap.
+        Prim::Unary(_)
+        | Prim::Binary(_)
+        | Prim::Select
+        | Prim::Clamp
+        | Prim::ConvertElementType { .. }
+        | Prim::BitcastConvertType { .. }
+        | Prim::Transpose { .. }
+        | Prim::Rev { .. }
+        | Prim::DynamicSlice { .. }
+        | Prim::DynamicUpdateSlice
+        | Prim::Concatenate { .. }
+        | Prim::Pad { .. }
+        | Prim::Gather { .. }
+        | Prim::Reduce { .. }
+        | Prim::ArgReduce { .. }
+        | Prim::DotGeneral { .. }
+        | Prim::Cumulative { .. }
+        | Prim::Sort { .. }
+        | Prim::Scatter { .. }
+        | Prim::SegmentSum { .. }
+        | Prim::Threefry2x32
+        | Prim::StopGradient
+        | Prim::CustomJvpCall { .. }
+        | Prim::CustomVjpCall { .. }
+        | Prim::Scan { .. }
+        | Prim::WhileLoop { .. }
+        | Prim::Cond { .. }
+        | Prim::Call { .. }
+        | Prim::Checkpoint { .. } => false,
     }
 }
 
