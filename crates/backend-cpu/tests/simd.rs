@@ -487,3 +487,49 @@ fn outer_axis_sums_of_a_cache_line_per_pass_fold_each_column_alone() {
         }
     }
 }
+
+#[test]
+fn long_reductions_over_outer_axes_are_bitwise_the_interpreters_blocked_pairwise() {
+    // The interpreter blocks long float sums and products exactly as the kernels do (rows of the
+    // last reduced axis cut into 256-element blocks, merged by a binary counter), so reductions
+    // that keep the innermost axis stay bitwise equal past 256 elements: one block per row of 9
+    // (40 rows), and 256/256/188-element blocks along an axis of 700.
+    for dt in [DType::F32, DType::F64] {
+        for op in [ReduceOp::Sum, ReduceOp::Prod] {
+            for (dims, axes) in
+                [(vec![700, 5], vec![0]), (vec![40, 9, 3], vec![0, 1]), (vec![3, 300, 8], vec![0, 1])]
+            {
+                let mut f = Function::new();
+                let x = f.add_param(TensorType::new(dt, Shape::new(&dims)));
+                // Arithmetic only (transcendental tiles are within ulps, not bitwise): x/256 + 1, near
+                // 1 for products (no overflow), and x/256 for sums.
+                let scalar = |f: &mut Function, v: f64| {
+                    let c = f.add_const(match dt {
+                        DType::F32 => Array::scalar(v as f32),
+                        _ => Array::scalar(v),
+                    });
+                    let b = Prim::BroadcastInDim { shape: Shape::new(&dims), broadcast_dimensions: vec![] };
+                    push(f, b, &[c])
+                };
+                let k = scalar(&mut f, 1.0 / 256.0);
+                let small = bin(&mut f, BinaryOp::Mul, x, k);
+                let input = if op == ReduceOp::Prod {
+                    let one = scalar(&mut f, 1.0);
+                    bin(&mut f, BinaryOp::Add, small, one)
+                } else {
+                    small
+                };
+                let r = push(&mut f, Prim::Reduce { op, axes: axes.clone() }, &[input]);
+                f.outputs.push(r);
+                // Finite data (`array` mixes in NaN, whose payload is not part of the claim).
+                let n: usize = dims.iter().product();
+                let v: Vec<f64> = (0..n).map(|i| ((i * 7919) % 1001) as f64 / 100.0 - 5.0).collect();
+                let data = match dt {
+                    DType::F32 => Array::from_vec(&dims, v.iter().map(|&x| x as f32).collect::<Vec<_>>()),
+                    _ => Array::from_vec(&dims, v),
+                };
+                assert_bitwise(&f, &[data]);
+            }
+        }
+    }
+}

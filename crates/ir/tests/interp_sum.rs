@@ -1,5 +1,6 @@
-//! The interpreter's `reduce_sum` over long runs: pairwise (numpy's scheme), so eager sums keep their
-//! accuracy; short runs, `-0.0`, NaN and infinities behave as a sequential sum from `+0.0`.
+//! The interpreter's `reduce_sum` over long runs: blocked-pairwise, as the CPU backend's kernels, so
+//! eager sums keep their accuracy; short runs, `-0.0`, NaN and infinities behave as a sequential sum
+//! from `+0.0`.
 
 use kiln_ir::{Array, Prim, ReduceOp, eval_prim};
 
@@ -10,24 +11,29 @@ fn sum(x: &Array, axes: &[usize]) -> Array {
 #[test]
 fn a_long_f32_sum_is_accurate() {
     // Regression: 2^20 copies of 0.1f32 summed in order gave 105891.84 (1 % over 104857.6: each add
-    // rounds at the growing total's ulp). Pairwise, the relative error stays near 1e-6.
+    // rounds at the growing total's ulp). Blocked-pairwise, the relative error stays near 2e-6.
     let n = 1 << 20;
     let x = Array::from_vec(&[n], vec![0.1f32; n]);
     let got = sum(&x, &[0]).to_vec::<f32>().unwrap()[0];
     let exact = f64::from(0.1f32) * n as f64;
-    assert!((f64::from(got) - exact).abs() < 0.25, "{got} vs {exact}");
+    assert!((f64::from(got) - exact).abs() < 0.5, "{got} vs {exact}");
     // Along an inner axis of a [2, n/2] array: each row the same way.
     let rows = sum(&Array::from_vec(&[2, n / 2], vec![0.1f32; n]), &[1]).to_vec::<f32>().unwrap();
-    assert!(rows.iter().all(|&r| (f64::from(r) - exact / 2.0).abs() < 0.15), "{rows:?}");
+    assert!(rows.iter().all(|&r| (f64::from(r) - exact / 2.0).abs() < 0.3), "{rows:?}");
 }
 
 #[test]
 fn short_runs_sum_in_order_and_special_values_are_kept() {
-    // 128 elements or fewer: in order from +0.0. (1e8 + 1) + ... + 1 - 1e8 in f32 loses every 1.
-    let mut v = vec![1.0f32; 128];
+    // 256 elements or fewer: in order from +0.0. (1e8 + 1) + ... + 1 - 1e8 in f32 loses every 1.
+    let mut v = vec![1.0f32; 256];
     v[0] = 1e8;
-    v[127] = -1e8;
-    assert_eq!(sum(&Array::from_vec(&[128], v), &[0]).to_vec::<f32>().unwrap(), vec![0.0]);
+    v[255] = -1e8;
+    assert_eq!(sum(&Array::from_vec(&[256], v), &[0]).to_vec::<f32>().unwrap(), vec![0.0]);
+    // 512: blocks [1e8, 1 × 255] and [1 × 256]: the first loses its ones (f32 spacing 8 at 1e8),
+    // the second sums them, 1e8 + 256. In order, every one would be lost: 1e8.
+    let mut v = vec![1.0f32; 512];
+    v[0] = 1e8;
+    assert_eq!(sum(&Array::from_vec(&[512], v), &[0]).to_vec::<f32>().unwrap(), vec![1e8 + 256.0]);
     // Long runs: only -0.0 sums to +0.0; a NaN, or +inf with -inf, gives NaN; +inf alone +inf.
     let n = 1000;
     let neg_zero = sum(&Array::from_vec(&[n], vec![-0.0f64; n]), &[0]).to_vec::<f64>().unwrap()[0];

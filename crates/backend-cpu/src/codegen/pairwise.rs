@@ -6,7 +6,8 @@
 //! ones (and `log₂(U·L)` lane combines). Error bound of a sum of `n` elements:
 //! `|ŝ - s| ≤ (BLOCK + ⌈log₂(n/BLOCK)⌉ + 3)·ε·Σ|xᵢ|` (ε the unit roundoff), against `(n-1)·ε·Σ|xᵢ|`
 //! for a left fold: a 10⁶-element f32 sum of squares has relative error ~10⁻⁷ instead of ~10⁻³
-//! (measured: W1's loss checksum, `tests/simd.rs`).
+//! (measured: W1's loss checksum, `tests/simd.rs`). The interpreter (`kiln_ir`'s `fold_run`)
+//! blocks and merges in exactly this order, so the scalar path stays bitwise equal to it.
 
 use super::kernel::{Emitter, R};
 use cranelift_codegen::ir::{

@@ -29,8 +29,9 @@
 //! than Cranelift's vector `fmin`/`fmax`; integer division and shifts go lane by lane through the
 //! scalar code (x86 has no vector division, Cranelift's vector shifts take one scalar amount);
 //! reductions over non-innermost axes keep one sequential accumulator per lane, in the
-//! interpreter's order — except float sums/products longer than [`pairwise::BLOCK`], which are
-//! blocked-pairwise on every path (see [`super::pairwise`] for the error bound).
+//! interpreter's order — including float sums/products longer than [`pairwise::BLOCK`], which are
+//! blocked-pairwise on every path and in the interpreter alike (see [`super::pairwise`] for the
+//! error bound).
 //!
 //! **Matrix-vector products** (a `dot_general` kernel root whose output's innermost axis is a free
 //! axis of one operand): that operand's lanes are loaded per contracting index — whole vectors

@@ -7,7 +7,8 @@
 //!   functions are correctly rounded or nearly so, so the two differ by at most 1 ulp. NaN matches
 //!   NaN, and infinities and zeros (with their signs) must match exactly (ulp distance 0).
 //! - Innermost-axis float sums and products: the JIT keeps several vector accumulators (see
-//!   `src/codegen/vector.rs`), the interpreter folds left to right. Either order is within
+//!   `src/codegen/vector.rs`), the interpreter folds left to right (past 256 elements it blocks
+//!   exactly as the JIT's other paths do, `kiln_ir`'s `fold_run`). Either order is within
 //!   `(n-1)·ε·R(|x|)` of the exact result, where `R` is the same reduction of the absolute values and
 //!   ε the unit roundoff (2⁻²⁴ for f32, 2⁻⁵³ for f64), so they differ by at most `2(n-1)·ε·R(|x|)`
 //!   per output element. Max/min and integer reductions stay bitwise. Float sums and products over

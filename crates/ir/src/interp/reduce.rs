@@ -3,8 +3,8 @@
 //! Each primitive is one generic function over [`Num`], dispatched with [`with_array!`]. All
 //! accumulation starts from the op's identity and walks the elements in row-major order, in the
 //! element type (ints wrap) — so results are deterministic and a sum of only `-0.0` is `+0.0`, as
-//! XLA's `reduce` with init value 0. `reduce_sum` over more than 128 elements is pairwise (numpy's
-//! scheme, `fold_run`); everything else is sequential.
+//! XLA's `reduce` with init value 0. Float sums and products of more than 256 elements are
+//! blocked-pairwise, exactly as the CPU backend's kernels (`fold_run`); everything else is sequential.
 
 use crate::{ArgOp, Array, CumulativeOp, DType, Element, ReduceOp, with_array};
 use ndarray::{ArrayD, ArrayView1, Axis, IxDyn};
@@ -285,25 +285,42 @@ fn reduce_t<T: Num>(op: ReduceOp, a: &ArrayD<T>, axes: &[usize]) -> ArrayD<T> {
     let data = permuted_vec(a, &[kept.as_slice(), &reduced].concat());
     let out_dims: Vec<usize> = kept.iter().map(|&d| a.shape()[d]).collect();
     let run: usize = reduced.iter().map(|&d| a.shape()[d]).product();
-    let out =
-        (0..out_dims.iter().product()).map(|o: usize| fold_run(op, &data[o * run..(o + 1) * run])).collect();
+    let last = reduced.last().map_or(1, |&d| a.shape()[d]);
+    let out = (0..out_dims.iter().product())
+        .map(|o: usize| fold_run(op, &data[o * run..(o + 1) * run], last))
+        .collect();
     from_vec(&out_dims, out)
 }
 
-/// Runs of at most this many elements are summed in order (numpy's `PW_BLOCKSIZE`).
-const PAIRWISE_BLOCK: usize = 128;
+/// Elements per block of a blocked-pairwise reduction (the CPU backend's `pairwise::BLOCK`).
+const PAIRWISE_BLOCK: usize = 256;
 
-/// One output element of a reduction: the run folded from the op's identity. A sum is pairwise, as
-/// numpy's: a longer run is split in halves whose sums are added, so the rounding error grows with
-/// log n, not n (2^20 f32 copies of 0.1 summed in order came to 105891.8, 1 % over 104857.6). Runs
-/// up to [`PAIRWISE_BLOCK`] keep the plain order. Integer sums wrap, so their order never matters;
-/// max/min do not round.
-fn fold_run<T: Num>(op: ReduceOp, run: &[T]) -> T {
-    if op == ReduceOp::Sum && run.len() > PAIRWISE_BLOCK {
-        let (a, b) = run.split_at(run.len() / 2);
-        return combine(op, fold_run(op, a), fold_run(op, b));
+/// One output element of a reduction: the `run` of its inputs (row-major over the reduced axes,
+/// whose last has `last` elements) folded from the op's identity.
+///
+/// Float sums and products of more than [`PAIRWISE_BLOCK`] elements are blocked-pairwise, exactly
+/// as the CPU backend's kernels (`codegen::pairwise`), so the two stay bitwise equal: each row of
+/// the last reduced axis is cut into blocks of at most `PAIRWISE_BLOCK`, each block folded in order,
+/// and the block results merged by a binary counter (the `k`-th block absorbs the `ctz(k)` partials
+/// below it, older first), the leftover partials combined lowest level first at the end. The error
+/// then grows with log n, not n (2^20 f32 copies of 0.1 summed in order came to 105891.8, 1 % over
+/// 104857.6). Shorter runs and exact ops (integer, max, min) are a plain left fold.
+fn fold_run<T: Num>(op: ReduceOp, run: &[T], last: usize) -> T {
+    let fold = |xs: &[T]| xs.iter().fold(identity(op), |acc, &x| combine(op, acc, x));
+    let blocked = T::DTYPE.is_float() && matches!(op, ReduceOp::Sum | ReduceOp::Prod);
+    if !blocked || run.len() <= PAIRWISE_BLOCK {
+        return fold(run);
     }
-    run.iter().fold(identity(op), |acc, &x| combine(op, acc, x))
+    let mut levels: Vec<T> = Vec::new();
+    let mut count = 0u64;
+    for block in run.chunks(last).flat_map(|row| row.chunks(PAIRWISE_BLOCK)) {
+        count += 1;
+        let merges = count.trailing_zeros() as usize;
+        let carry = levels[..merges].iter().fold(fold(block), |carry, &older| combine(op, older, carry));
+        levels.resize(levels.len().max(merges + 1), identity(op));
+        levels[merges] = carry;
+    }
+    (0..levels.len()).filter(|l| count >> l & 1 == 1).fold(identity(op), |acc, l| combine(op, levels[l], acc))
 }
 
 /// Index of the first extreme; the first NaN, if any, wins (numpy). 0 for an empty lane.
