@@ -104,8 +104,9 @@ impl TensorType {
     }
 
     /// Whether an array of this type can exist: its size in bytes (the product of its non-zero
-    /// sizes, as ndarray counts) fits `isize`. Every shape rule checks its results with this, so no
-    /// later size computation can wrap.
+    /// sizes, as ndarray counts) fits `isize`. Every shape rule checks its results with this, and
+    /// `verify` a function's parameters (constants are arrays, so they exist), so the backend's size
+    /// arithmetic never wraps.
     pub fn addressable(&self) -> bool {
         self.shape
             .dims()

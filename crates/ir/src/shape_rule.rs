@@ -18,7 +18,7 @@ type Types = Result<Vec<TensorType>, TypeError>;
 /// count, dtype, rank or size, or parameters that do not fit the operands).
 pub fn output_types(prim: &Prim, inputs: &[TensorType]) -> Types {
     let r = Rule { name: prim.name(), inputs };
-    let types = rule(&r, prim)?;
+    let types = rule(r, prim)?;
     for t in &types {
         r.check(t.addressable(), || {
             format!("the result {t} has too many elements: its size in bytes does not fit isize")
@@ -28,7 +28,7 @@ pub fn output_types(prim: &Prim, inputs: &[TensorType]) -> Types {
 }
 
 /// The per-primitive rules.
-fn rule(r: &Rule, prim: &Prim) -> Types {
+fn rule(r: Rule, prim: &Prim) -> Types {
     match prim {
         Prim::Unary(op) => unary(&r, *op),
         Prim::Binary(op) => binary(&r, *op),
@@ -165,6 +165,7 @@ struct Signature {
 }
 
 /// The primitive being checked and its operands: builds errors that name both.
+#[derive(Clone, Copy)]
 struct Rule<'a> {
     name: &'static str,
     inputs: &'a [TensorType],

@@ -196,6 +196,11 @@ impl<'a> Checker<'a> {
         let f = self.f;
         for (i, v) in f.params.iter().enumerate() {
             self.define(*v, &format!("param {i}"), "");
+            // Equation results are checked by their shape rules; a parameter has none.
+            if let Some(t) = self.ty(*v).filter(|t| !t.addressable()) {
+                let message = format!("{v:?}: type {t} has too many elements (its bytes do not fit isize)");
+                self.report(&format!("param {i}"), message);
+            }
         }
         for (i, c) in f.consts.iter().enumerate() {
             let location = format!("const {i}");

@@ -641,3 +641,12 @@ mod no_panic {
         }
     }
 }
+
+#[test]
+fn a_parameter_too_large_to_exist_is_reported() {
+    // Equation results are refused by their shape rules; a parameter of `[2^63, 2]` f32 has none,
+    // and the backend's size arithmetic would wrap on it. `[2^61]` f32 (2^63 bytes) does not fit
+    // isize either; `[2^60]` f32 does (it is refused later, by the allocator, not here).
+    let f = func(vec![f32s(&[1 << 63, 2]), f32s(&[1 << 61]), f32s(&[1 << 60])], &[0, 1, 2], vec![], &[2]);
+    check(&f, &[("param 0", "too many elements"), ("param 1", "too many elements")]);
+}

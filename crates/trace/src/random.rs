@@ -329,9 +329,10 @@ fn block(k0: &Tensor, k1: &Tensor, x0: &Tensor, x1: &Tensor) -> (Tensor, Tensor)
 #[track_caller]
 fn counter_block(op: &str, key: &Tensor, shape: &[usize]) -> Result<(Tensor, Tensor), Tensor> {
     let (k0, k1) = key_words(op, key)?;
-    let size: usize = shape.iter().product();
-    if size as u128 > 1u128 << 32 {
-        let msg = format!("{size} values in one call; kiln supports at most 2^32 (no u64 counters)");
+    let size = shape.iter().try_fold(1u128, |n, &d| n.checked_mul(d as u128));
+    if size.is_none_or(|n| n > 1u128 << 32) {
+        let shown = size.map_or_else(|| format!("shape {shape:?}: more than 2^128"), |n| n.to_string());
+        let msg = format!("{shown} values in one call; kiln supports at most 2^32 (no u64 counters)");
         return Err(fail(op, &[key], msg, 1).remove(0));
     }
     let (hi, lo) = iota_2x32_shape(shape);
