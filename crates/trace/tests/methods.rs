@@ -477,28 +477,30 @@ fn index_operands(f: &kiln_ir::Function, idx: &kiln_ir::Array) -> Vec<kiln_ir::A
 fn negative_indices_wrap_exactly_on_axes_longer_than_i32_max() {
     // Regression: `-1` on an axis of 2^31 + 100 elements read element 2^31 - 2 (i32::MAX - 1): the
     // axis length was saturated to i32::MAX. Past i32::MAX the i32 indices become u32 and wrap there.
-    let n = (1usize << 31) + 100;
     let idx = kiln_ir::Array::from_vec(&[5], vec![-1i32, 0, 7, i32::MIN, i32::MAX]);
-    let want = vec![n as u32 - 1, 0, 7, n as u32 - (1 << 31), i32::MAX as u32];
     let ix = || Tensor::placeholder(DType::I32, &[5]);
-    let ops: [(&str, Box<dyn Fn(&Tensor, &Tensor) -> Tensor>); 4] = [
-        ("take", Box::new(|x, i| x.take(i, 0))),
-        ("take_along_axis", Box::new(|x, i| x.take_along_axis(i, 0))),
-        ("at_add", Box::new(|x, i| x.at_add(i, &Tensor::scalar(1.0f32)))),
-        ("at_set", Box::new(|x, i| x.at_set(i, &Tensor::scalar(1.0f32)))),
-    ];
-    for (name, op) in ops {
-        let traced = trace(|(x, i): (Tensor, Tensor)| op(&x, &i), &(ph(&[n]), ix())).unwrap();
-        let got = index_operands(&traced.function, &idx);
-        assert_eq!(got.len(), 1, "{name}");
-        assert_eq!(got[0].to_vec::<u32>().unwrap(), want, "{name}");
+    for n in [(1usize << 31) + 100, 1 << 32] {
+        let want: Vec<u32> =
+            [n - 1, 0, 7, n - (1 << 31), i32::MAX as usize].iter().map(|&i| i as u32).collect();
+        let ops: [(&str, Box<dyn Fn(&Tensor, &Tensor) -> Tensor>); 4] = [
+            ("take", Box::new(|x, i| x.take(i, 0))),
+            ("take_along_axis", Box::new(|x, i| x.take_along_axis(i, 0))),
+            ("at_add", Box::new(|x, i| x.at_add(i, &Tensor::scalar(1.0f32)))),
+            ("at_set", Box::new(|x, i| x.at_set(i, &Tensor::scalar(1.0f32)))),
+        ];
+        for (name, op) in ops {
+            let traced = trace(|(x, i): (Tensor, Tensor)| op(&x, &i), &(ph(&[n]), ix())).unwrap();
+            let got = index_operands(&traced.function, &idx);
+            assert_eq!(got.len(), 1, "{name}");
+            assert_eq!(got[0].to_vec::<u32>().unwrap(), want, "{name}, axis of {n}");
+        }
     }
     // Within i32 range nothing changes: i32 indices, `i + n` for negative ones.
     let traced = trace(|(x, i): (Tensor, Tensor)| x.take(&i, 0), &(ph(&[10]), ix())).unwrap();
     let got = index_operands(&traced.function, &idx);
     assert_eq!(got[0].to_vec::<i32>().unwrap(), vec![9, 0, 7, i32::MIN + 10, i32::MAX]);
-    // Past u32, a wrapped i32 index may not fit: a clear error, u32 indices still work.
-    let huge = 1usize << 33;
+    // Past 2^32, a wrapped i32 index may not fit u32: a clear error, u32 indices still work.
+    let huge = (1usize << 32) + 1;
     let needles = ["too long for i32 indices", "methods.rs"];
     trace_err(|(x, i): (Tensor, Tensor)| x.take(&i, 0), &(ph(&[huge]), ix()), "take", &needles);
     let u = Tensor::placeholder(DType::U32, &[5]);

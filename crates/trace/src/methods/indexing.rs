@@ -29,7 +29,8 @@ fn check_nonempty(axis_size: usize, indices: &Tensor, shape: &Shape) -> Result<(
 /// `i + n` where `i < 0` (numpy's negative indices); u32 indices are never negative. On an axis
 /// longer than `i32::MAX` the i32 indices become u32 first (`convert` wraps a negative `i` to
 /// `2^32 + i`, and adding `n` in u32 gives `i + n`, which is then in `[n - 2^31, n)`): exact up to
-/// `2^32` elements. Longer axes are refused for i32 indices (their wrapped index may not fit u32).
+/// `2^32` elements. Longer axes are refused for i32 indices, even non-negative ones (a wrapped index
+/// may not fit u32, and traced values are unknown): use u32 indices there.
 #[track_caller]
 fn wrap_negative(indices: &Tensor, n: usize) -> Result<Tensor, String> {
     match indices.dtype() {
@@ -37,9 +38,10 @@ fn wrap_negative(indices: &Tensor, n: usize) -> Result<Tensor, String> {
             let negative = indices.lt(&Tensor::scalar(0i32));
             if let Ok(n) = i32::try_from(n) {
                 Ok(where_(&negative, &(indices + &Tensor::scalar(n)), indices))
-            } else if let Ok(n) = u32::try_from(n) {
+            } else if n <= 1 << 32 {
+                // `n mod 2^32` (0 for an axis of exactly 2^32): the u32 sum wraps to `i + n`.
                 let u = indices.astype(DType::U32);
-                Ok(where_(&negative, &(&u + &Tensor::scalar(n)), &u))
+                Ok(where_(&negative, &(&u + &Tensor::scalar(n as u32)), &u))
             } else {
                 Err(format!(
                     "an axis of {n} elements is too long for i32 indices: a negative index i wraps to \
