@@ -369,6 +369,14 @@ fn jacrev_at(f: &(impl Fn(Tensor) -> Tensor + Clone), x: Tensor) -> Tensor {
     }
     {
         let (y, pull) = vjp(f.clone(), x.clone());
+        if !y.dtype().is_float() {
+            // JAX: "jacrev requires real-valued outputs (output dtype that is a sub-dtype of
+            // np.floating), but got int32".
+            let msg = format!("differentiation requires a float output, got {}", y.ty());
+            report_error("jacrev", &[&y], msg);
+            let dims = [y.shape().dims(), x.shape().dims()].concat();
+            return zeros(&TensorType::new(x.dtype(), dims));
+        }
         let m = y.size();
         let mut rows = Vec::with_capacity(m);
         for i in 0..m {

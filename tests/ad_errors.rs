@@ -71,6 +71,10 @@ fn jacobians_of_an_integer_input_are_errors_naming_it() {
     assert!(err.contains(&format!("ad_errors.rs:{line}:")), "{err}");
     let err = trace(|x: Tensor| jacrev(|y: Tensor| &y * 2)(x), &i32s).unwrap_err().to_string();
     assert!(err.contains("jacrev") && err.contains("i32[3]"), "{err}");
+    // A non-float output too (JAX's jacrev refuses it; its cotangents would be integer zeros).
+    let err =
+        trace(|x: Tensor| jacrev(|y: Tensor| y.astype(DType::I32))(x), &f32s(&[3])).unwrap_err().to_string();
+    assert!(err.contains("jacrev") && err.contains("float output") && err.contains("i32[3]"), "{err}");
     // Eagerly, a panic with the same message; floats are unaffected: d(2y)/dy = 2I.
     let eager =
         std::panic::catch_unwind(|| jacfwd(|y: Tensor| &y * 2)(Tensor::from_vec(&[2], vec![1i32, 2])));
