@@ -116,6 +116,15 @@ impl TensorType {
             .is_some_and(|bytes| bytes <= isize::MAX as usize)
     }
 
+    /// [`TensorType::addressable`] as a check whose error names the type (the one message the
+    /// shape rules, `verify` and the tracer's constructors give).
+    pub fn check_addressable(&self) -> Result<(), String> {
+        if self.addressable() {
+            return Ok(());
+        }
+        Err(format!("{self} has too many elements: its size in bytes does not fit isize"))
+    }
+
     /// A rank-0 type.
     pub fn scalar(dtype: DType) -> TensorType {
         TensorType { dtype, shape: Shape::scalar() }

@@ -20,9 +20,7 @@ pub fn output_types(prim: &Prim, inputs: &[TensorType]) -> Types {
     let r = Rule { name: prim.name(), inputs };
     let types = rule(r, prim)?;
     for t in &types {
-        r.check(t.addressable(), || {
-            format!("the result {t} has too many elements: its size in bytes does not fit isize")
-        })?;
+        t.check_addressable().map_err(|m| r.err(format!("the result {m}")))?;
     }
     Ok(types)
 }

@@ -197,9 +197,8 @@ impl<'a> Checker<'a> {
         for (i, v) in f.params.iter().enumerate() {
             self.define(*v, &format!("param {i}"), "");
             // Equation results are checked by their shape rules; a parameter has none.
-            if let Some(t) = self.ty(*v).filter(|t| !t.addressable()) {
-                let message = format!("{v:?}: type {t} has too many elements (its bytes do not fit isize)");
-                self.report(&format!("param {i}"), message);
+            if let Some(Err(m)) = self.ty(*v).map(TensorType::check_addressable) {
+                self.report(&format!("param {i}"), format!("{v:?}: type {m}"));
             }
         }
         for (i, c) in f.consts.iter().enumerate() {

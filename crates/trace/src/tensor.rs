@@ -251,11 +251,7 @@ impl From<f64> for Tensor {
 /// and `shape` cannot exist ([`TensorType::addressable`]), else `None`.
 #[track_caller]
 pub(crate) fn too_large(op: &str, dtype: DType, shape: &[usize]) -> Option<Tensor> {
-    let t = TensorType::new(dtype, shape);
-    if t.addressable() {
-        return None;
-    }
+    let Err(m) = TensorType::new(dtype, shape).check_addressable() else { return None };
     // Not in a closure: `#[track_caller]` must see the user's call site.
-    let msg = format!("the result {t} has too many elements: its size in bytes does not fit isize");
-    Some(crate::methods::fail1(op, &[], msg))
+    Some(crate::methods::fail1(op, &[], format!("the result {m}")))
 }
