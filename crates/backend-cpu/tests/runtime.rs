@@ -278,6 +278,61 @@ fn a_sort_in_a_scan_allocates_nothing_per_step() {
     assert_eq!(short, long, "a 3000-step scan allocated {long} times per call, a 3-step one {short}");
 }
 
+/// Integer and bool keys sort by a radix sort (`runtime/sort.rs`): stable, so a payload of positions
+/// shows ties in input order; extremes, many duplicates, lanes along an outer and an inner axis,
+/// and a constant high byte (a skipped pass) all give the interpreter's comparison sort bit for bit.
+#[test]
+fn integer_keys_radix_sort_as_the_interpreters_stable_sort() {
+    let n = 3001usize;
+    let hash = |i: usize, seed: u32| (i as u32).wrapping_mul(2_654_435_761) ^ seed;
+    let i32_keys: Vec<i32> = (0..n)
+        .map(|i| match i % 7 {
+            0 => i32::MIN,
+            1 => i32::MAX,
+            2 => -1,
+            _ => (hash(i, 3) % 50) as i32 - 25,
+        })
+        .collect();
+    let u32_keys: Vec<u32> = (0..n).map(|i| if i % 5 == 0 { u32::MAX } else { hash(i, 9) >> 8 }).collect();
+    let small: Vec<i32> = (0..n).map(|i| (hash(i, 1) % 100_000) as i32).collect(); // top byte constant
+    let bools: Vec<bool> = (0..n).map(|i| hash(i, 4) % 3 == 0).collect();
+    let positions = Array::from_vec(&[n], (0..n as i32).collect::<Vec<_>>());
+    let cases = [
+        Array::from_vec(&[n], i32_keys.clone()),
+        Array::from_vec(&[n], u32_keys),
+        Array::from_vec(&[n], small),
+        Array::from_vec(&[n], bools),
+    ];
+    let sort = |keys: &Array, payload: &Array, dimension: usize| {
+        let mut f = Function::new();
+        let (k, p) = (f.add_param(keys.ty()), f.add_param(payload.ty()));
+        f.outputs = f.push(Prim::Sort { dimension, num_keys: 1 }, &[k, p], None).unwrap().to_vec();
+        let args = [keys.clone(), payload.clone()];
+        let want = eval(&f, &args).unwrap();
+        let got = compile_with(&f, &opts(2, None)).unwrap().run(&args).unwrap();
+        for (g, w) in got.iter().zip(&want) {
+            assert!(g.bitwise_eq(w), "sort of {} keys along {dimension}: {g:?} against {w:?}", keys.ty());
+        }
+        got
+    };
+    for keys in &cases {
+        sort(keys, &positions, 0);
+    }
+    // By hand: ties keep input order, i32::MIN first.
+    let got = sort(
+        &Array::from_vec(&[5], vec![3i32, -1, 3, i32::MIN, -1]),
+        &Array::from_vec(&[5], vec![0i32, 1, 2, 3, 4]),
+        0,
+    );
+    assert_eq!(got[0].to_vec::<i32>().unwrap(), [i32::MIN, -1, -1, 3, 3]);
+    assert_eq!(got[1].to_vec::<i32>().unwrap(), [3, 1, 4, 0, 2]);
+    // Lanes: [3, 1000] along its last axis, [1000, 3] along its first (strided lanes), f32 payload.
+    let keys: Vec<i32> = i32_keys[..3000].to_vec();
+    let payload = f32s(&[3000], 7).to_vec::<f32>().unwrap();
+    sort(&Array::from_vec(&[3, 1000], keys.clone()), &Array::from_vec(&[3, 1000], payload.clone()), 1);
+    sort(&Array::from_vec(&[1000, 3], keys), &Array::from_vec(&[1000, 3], payload), 0);
+}
+
 #[test]
 fn the_dump_holds_the_ir_the_plan_and_the_bodies() {
     let dir = tempfile::tempdir().unwrap();

@@ -106,12 +106,22 @@ impl SortPlan {
             for i in 0..inner {
                 // Lane element `k` is at flat position `base + k * inner`.
                 let base = o * n * inner + i;
+                // SAFETY: base + k * inner < outer * n * inner, the operand's size.
+                let lane_key =
+                    |j: usize, k: usize| unsafe { key(self.dtypes[j], input(j), base + k * inner) };
+                if self.radix_sortable() {
+                    const { assert!(size_of::<usize>() == size_of::<u64>()) };
+                    // SAFETY: `perm` is `n` 8-byte slots, aligned for usize, so for u64 too.
+                    let spare = unsafe { std::slice::from_raw_parts_mut(perm.as_mut_ptr().cast::<u64>(), n) };
+                    let sorted = radix_sort_lane(&mut keys[..n], spare, |k| lane_key(0, k));
+                    // SAFETY: as below.
+                    unsafe {
+                        self.permute_lane(base, |k| (sorted[k] & u64::from(u32::MAX)) as usize, input, output)
+                    };
+                    continue;
+                }
                 for (j, lane) in keys.chunks_mut(n).enumerate() {
-                    let p = input(j);
-                    // SAFETY: base + k * inner < outer * n * inner, the operand's size.
-                    lane.iter_mut()
-                        .enumerate()
-                        .for_each(|(k, y)| *y = unsafe { key(self.dtypes[j], p, base + k * inner) });
+                    lane.iter_mut().enumerate().for_each(|(k, y)| *y = lane_key(j, k));
                 }
                 perm.iter_mut().enumerate().for_each(|(k, p)| *p = k);
                 // Ties broken by position: the order is total, so the unstable (allocation-free) sort
@@ -120,21 +130,98 @@ impl SortPlan {
                 perm.sort_unstable_by(|&a, &b| {
                     keys.chunks(n).map(|k| k[a].cmp(&k[b])).find(|c| c.is_ne()).unwrap_or_else(|| a.cmp(&b))
                 });
-                for (j, &dt) in self.dtypes.iter().enumerate() {
-                    let s = dt.size_bytes();
-                    let (src, dst) = (input(j), output(j));
-                    for (k, &from) in perm.iter().enumerate() {
-                        // SAFETY: both positions lie inside the lane, inside the operand's size.
-                        unsafe {
-                            std::ptr::copy_nonoverlapping(
-                                src.add((base + from * inner) * s),
-                                dst.add((base + k * inner) * s),
-                                s,
-                            )
-                        };
-                    }
+                // SAFETY: `perm` is a permutation of the lane's positions.
+                unsafe { self.permute_lane(base, |k| perm[k], input, output) };
+            }
+        }
+    }
+
+    /// Whether lanes sort by [`radix_sort_lane`]: one key of at most 32 bits (ints and bools, whose
+    /// `key` is below 2^32), positions below 2^32.
+    fn radix_sortable(&self) -> bool {
+        self.num_keys == 1
+            && matches!(self.dtypes[0], DType::I32 | DType::U32 | DType::Bool)
+            && u32::try_from(self.n).is_ok()
+    }
+
+    /// Writes every operand's lane at `base` in sorted order: output position `k` takes input
+    /// position `from(k)`.
+    ///
+    /// # Safety
+    /// As [`SortPlan::run`]; `from` maps `0..n` into `0..n`.
+    unsafe fn permute_lane(
+        &self,
+        base: usize,
+        from: impl Fn(usize) -> usize,
+        input: &dyn Fn(usize) -> *const u8,
+        output: &dyn Fn(usize) -> *mut u8,
+    ) {
+        /// `dst[base + k·inner] = src[base + from(k)·inner]` as `T`s (a typed copy: a byte copy of
+        /// run-time length would be a `memcpy` call per element).
+        ///
+        /// # Safety
+        /// As `permute_lane`, for an operand of `T`-sized elements.
+        unsafe fn copy<T: Copy>(
+            src: *const u8,
+            dst: *mut u8,
+            n: usize,
+            base: usize,
+            inner: usize,
+            from: &impl Fn(usize) -> usize,
+        ) {
+            let (src, dst) = (src.cast::<T>(), dst.cast::<T>());
+            for k in 0..n {
+                // SAFETY: both positions lie inside the lane, inside the operand's size.
+                unsafe { *dst.add(base + k * inner) = *src.add(base + from(k) * inner) };
+            }
+        }
+        let (n, inner) = (self.n, self.inner);
+        for (j, &dt) in self.dtypes.iter().enumerate() {
+            let (src, dst) = (input(j), output(j));
+            // SAFETY: per the contract; buffers are aligned to their dtype.
+            unsafe {
+                match dt {
+                    DType::F32 | DType::I32 | DType::U32 => copy::<u32>(src, dst, n, base, inner, &from),
+                    DType::F64 => copy::<u64>(src, dst, n, base, inner, &from),
+                    DType::Bool => copy::<u8>(src, dst, n, base, inner, &from),
                 }
             }
         }
     }
+}
+
+/// A stable sort of one lane by a key below 2^32 (`key(k)` for position `k < n`, `n ≤ 2^32`):
+/// least-significant-digit radix sort of `key << 32 | k` on the key's four bytes, skipping bytes
+/// that are equal in every element. Returns the sorted words (in `a` or `b`, each `n` long): the
+/// same order as the comparison sort with ties by position, in O(n) per non-constant byte.
+fn radix_sort_lane<'a>(a: &'a mut [u64], b: &'a mut [u64], key: impl Fn(usize) -> u64) -> &'a [u64] {
+    let n = a.len();
+    let mut counts = [[0usize; 256]; 4];
+    for (k, w) in a.iter_mut().enumerate() {
+        let x = key(k);
+        *w = x << 32 | k as u64;
+        for (d, c) in counts.iter_mut().enumerate() {
+            c[(x >> (8 * d)) as usize & 0xff] += 1;
+        }
+    }
+    let (mut src, mut dst) = (a, b);
+    for (d, c) in counts.iter().enumerate() {
+        if c.contains(&n) {
+            continue; // every element has the same byte here: the pass would copy
+        }
+        let mut next = [0usize; 256];
+        let mut sum = 0;
+        for (slot, &count) in next.iter_mut().zip(c) {
+            *slot = sum;
+            sum += count;
+        }
+        let shift = 32 + 8 * d;
+        for &w in src.iter() {
+            let byte = (w >> shift) as usize & 0xff;
+            dst[next[byte]] = w;
+            next[byte] += 1;
+        }
+        std::mem::swap(&mut src, &mut dst);
+    }
+    src
 }
