@@ -79,15 +79,18 @@ pub(crate) fn backend_compile(f: &Function, opts: &JitOptions) -> Result<Executa
     };
     let mut live = kiln_transform::dce(f);
     if opts.simplify {
-        // Loop-invariant work out of scans first, scan by scan where the backend estimates the
-        // hoisted loop cheaper (`hoist_verdict`).
-        let (hoisted, hoist) = kiln_transform::hoist_scan_invariants(&live, &hoist_verdict);
+        // Scatter-adds with loop-invariant indices become segment sums over indices sorted once
+        // (exact), then loop-invariant work (those sorts included) moves out of scans, scan by scan
+        // where the backend estimates the hoisted loop cheaper (`hoist_verdict`).
+        let (sorted, sorted_scatters) = kiln_transform::sort_scan_scatters(&live);
+        let (hoisted, hoist) = kiln_transform::hoist_scan_invariants(&sorted, &hoist_verdict);
         live = hoisted;
         let sopts = kiln_transform::SimplifyOptions { fast_math: opts.fast_math, ..Default::default() };
         let (simplified, report) = kiln_transform::simplify(&live, &sopts);
         let (keep, mut verdict) = backend_verdict(&live, &simplified);
         verdict.push_str(&format!(
-            "\nloop-invariant code motion (before the simplifier): {} equations out of {} scans ({} scans refused)",
+            "\nloop-invariant code motion (before the simplifier): {} equations out of {} scans ({} scans refused); \
+             {sorted_scatters} scatter-adds with loop-invariant indices made segment sums over sorted indices",
             hoist.hoisted, hoist.scans, hoist.refused
         ));
         if let Some(dir) = &options.dump_dir {

@@ -12,6 +12,9 @@
 //! * [`batching`]: `vmap` ([`batching::batch_replay`], one batching rule per primitive in
 //!   `batching/rules.rs`, control flow in `batching/control.rs`).
 //! * [`dce`]: dead-code elimination.
+//! * [`hoist_scan_invariants`]: loop-invariant code motion out of `scan`; before it,
+//!   [`sort_scan_scatters`] turns scatter-adds with loop-invariant indices into segment sums over
+//!   indices sorted once.
 //! * [`simplify`](mod@simplify): equality-saturation simplification with egg (named IEEE-exact rules,
 //!   a DAG-cost extractor, bounded per-region runs).
 #![warn(missing_docs)]
@@ -22,8 +25,10 @@ mod dce;
 mod licm;
 mod replay;
 pub mod simplify;
+mod sorted_scatter;
 
 pub use dce::dce;
 pub use licm::{HoistReport, hoist_scan_invariants};
 pub use replay::{replay, trace_function};
 pub use simplify::{RegionReport, SimplifyOptions, SimplifyReport, StopReason, simplify};
+pub use sorted_scatter::sort_scan_scatters;

@@ -105,6 +105,25 @@ fn hoist(f: &Function, accept: &dyn Fn(&Function, &Function) -> bool, report: &m
     g
 }
 
+/// Which variables of a scan body (with `nc` loop constants) hold the same value at every step: the
+/// constants and captured arrays, and the results of equations other than control flow that read
+/// only such variables.
+pub(crate) fn invariant_vars(b: &Function, nc: usize) -> Vec<bool> {
+    let mut invariant = vec![false; b.vars.len()];
+    for p in &b.params[..nc] {
+        invariant[p.index()] = true;
+    }
+    for c in &b.consts {
+        invariant[c.var.index()] = true;
+    }
+    for e in &b.eqns {
+        if !control_flow(&e.prim) && e.inputs.iter().all(|v| invariant[v.index()]) {
+            e.outputs.iter().for_each(|o| invariant[o.index()] = true);
+        }
+    }
+    invariant
+}
+
 /// Which equations of a scan body move out, and which of their results the body still reads.
 struct Plan {
     /// Body equations computed before the loop, in order.
@@ -119,22 +138,12 @@ struct Plan {
 fn plan(prim: &Prim) -> Option<Plan> {
     let Prim::Scan { num_consts, body, .. } = prim else { return None };
     let b: &Function = body;
-    let mut invariant = vec![false; b.vars.len()];
-    for p in &b.params[..*num_consts] {
-        invariant[p.index()] = true;
-    }
-    for c in &b.consts {
-        invariant[c.var.index()] = true;
-    }
-    let mut inv_eqn = vec![false; b.eqns.len()];
-    for (i, e) in b.eqns.iter().enumerate() {
-        inv_eqn[i] = !control_flow(&e.prim) && e.inputs.iter().all(|v| invariant[v.index()]);
-        if inv_eqn[i] {
-            for o in &e.outputs {
-                invariant[o.index()] = true;
-            }
-        }
-    }
+    let invariant = invariant_vars(b, *num_consts);
+    let inv_eqn: Vec<bool> = b
+        .eqns
+        .iter()
+        .map(|e| !control_flow(&e.prim) && e.inputs.iter().all(|v| invariant[v.index()]))
+        .collect();
     // Backwards: what the loop reads (kept equations, outputs) and what hoisted equations read.
     let (mut in_loop, mut before) = (vec![false; b.vars.len()], vec![false; b.vars.len()]);
     for v in &b.outputs {
