@@ -113,10 +113,21 @@ impl SortPlan {
                     const { assert!(size_of::<usize>() == size_of::<u64>()) };
                     // SAFETY: `perm` is `n` 8-byte slots, aligned for usize, so for u64 too.
                     let spare = unsafe { std::slice::from_raw_parts_mut(perm.as_mut_ptr().cast::<u64>(), n) };
-                    let sorted = radix_sort_lane(&mut keys[..n], spare, |k| lane_key(0, k));
-                    // SAFETY: as below.
+                    // The key operand's pointer fetched once, not through `input` per element.
+                    let (p, dt) = (input(0), self.dtypes[0]);
+                    // SAFETY: as `lane_key`.
+                    let sorted =
+                        radix_sort_lane(&mut keys[..n], spare, |k| unsafe { key(dt, p, base + k * inner) });
+                    // SAFETY: as below; the keys' words hold every key operand position in order.
                     unsafe {
-                        self.permute_lane(base, |k| (sorted[k] & u64::from(u32::MAX)) as usize, input, output)
+                        self.write_sorted_keys(base, sorted, output(0));
+                        self.permute_lane(
+                            1,
+                            base,
+                            |k| (sorted[k] & u64::from(u32::MAX)) as usize,
+                            input,
+                            output,
+                        )
                     };
                     continue;
                 }
@@ -131,7 +142,7 @@ impl SortPlan {
                     keys.chunks(n).map(|k| k[a].cmp(&k[b])).find(|c| c.is_ne()).unwrap_or_else(|| a.cmp(&b))
                 });
                 // SAFETY: `perm` is a permutation of the lane's positions.
-                unsafe { self.permute_lane(base, |k| perm[k], input, output) };
+                unsafe { self.permute_lane(0, base, |k| perm[k], input, output) };
             }
         }
     }
@@ -144,13 +155,39 @@ impl SortPlan {
             && u32::try_from(self.n).is_ok()
     }
 
-    /// Writes every operand's lane at `base` in sorted order: output position `k` takes input
-    /// position `from(k)`.
+    /// The radix sort's key operand, lane at `base`, from its sorted words: the high half is the
+    /// `key`, which is the value itself for u32 and bool and the value with its sign bit flipped for
+    /// i32 — written in order rather than gathered from the input.
+    ///
+    /// # Safety
+    /// As [`SortPlan::run`]; `dst` is operand 0's output, whose lanes hold `sorted.len()` elements.
+    unsafe fn write_sorted_keys(&self, base: usize, sorted: &[u64], dst: *mut u8) {
+        let inner = self.inner;
+        // SAFETY (each arm): position `base + k·inner` lies in the lane, in the output's size.
+        match self.dtypes[0] {
+            DType::I32 | DType::U32 => {
+                let flip = if self.dtypes[0] == DType::I32 { 1u32 << 31 } else { 0 };
+                for (k, w) in sorted.iter().enumerate() {
+                    unsafe { *dst.cast::<u32>().add(base + k * inner) = (w >> 32) as u32 ^ flip };
+                }
+            }
+            DType::Bool => {
+                for (k, w) in sorted.iter().enumerate() {
+                    unsafe { *dst.add(base + k * inner) = (w >> 32) as u8 };
+                }
+            }
+            DType::F32 | DType::F64 => unreachable!("float keys are not radix sorted"),
+        }
+    }
+
+    /// Writes the lanes at `base` of operands `first..` in sorted order: output position `k` takes
+    /// input position `from(k)`.
     ///
     /// # Safety
     /// As [`SortPlan::run`]; `from` maps `0..n` into `0..n`.
     unsafe fn permute_lane(
         &self,
+        first: usize,
         base: usize,
         from: impl Fn(usize) -> usize,
         input: &dyn Fn(usize) -> *const u8,
@@ -176,7 +213,7 @@ impl SortPlan {
             }
         }
         let (n, inner) = (self.n, self.inner);
-        for (j, &dt) in self.dtypes.iter().enumerate() {
+        for (j, &dt) in self.dtypes.iter().enumerate().skip(first) {
             let (src, dst) = (input(j), output(j));
             // SAFETY: per the contract; buffers are aligned to their dtype.
             unsafe {
@@ -191,35 +228,38 @@ impl SortPlan {
 }
 
 /// A stable sort of one lane by a key below 2^32 (`key(k)` for position `k < n`, `n ≤ 2^32`):
-/// least-significant-digit radix sort of `key << 32 | k` on the key's four bytes, skipping bytes
-/// that are equal in every element. Returns the sorted words (in `a` or `b`, each `n` long): the
-/// same order as the comparison sort with ties by position, in O(n) per non-constant byte.
+/// least-significant-digit radix sort of `key << 32 | k` on the key's digits of 11, 11 and 10 bits
+/// (2048 counters fit in L1), skipping digits that are equal in every element (keys below 2^22 take
+/// two passes). Returns the sorted words (in `a` or `b`, each `n` long): the same order as the
+/// comparison sort with ties by position, in O(n) per non-constant digit.
 fn radix_sort_lane<'a>(a: &'a mut [u64], b: &'a mut [u64], key: impl Fn(usize) -> u64) -> &'a [u64] {
+    const DIGITS: [(u32, usize); 3] = [(0, 2048), (11, 2048), (22, 1024)];
     let n = a.len();
-    let mut counts = [[0usize; 256]; 4];
+    let mut counts = [[0usize; 2048]; 3];
     for (k, w) in a.iter_mut().enumerate() {
         let x = key(k);
         *w = x << 32 | k as u64;
-        for (d, c) in counts.iter_mut().enumerate() {
-            c[(x >> (8 * d)) as usize & 0xff] += 1;
+        for (c, &(shift, size)) in counts.iter_mut().zip(&DIGITS) {
+            c[(x >> shift) as usize & (size - 1)] += 1;
         }
     }
     let (mut src, mut dst) = (a, b);
-    for (d, c) in counts.iter().enumerate() {
+    for (c, &(shift, size)) in counts.iter().zip(&DIGITS) {
+        let c = &c[..size];
         if c.contains(&n) {
-            continue; // every element has the same byte here: the pass would copy
+            continue; // every element has the same digit here: the pass would copy
         }
-        let mut next = [0usize; 256];
+        let mut next = [0usize; 2048];
         let mut sum = 0;
         for (slot, &count) in next.iter_mut().zip(c) {
             *slot = sum;
             sum += count;
         }
-        let shift = 32 + 8 * d;
+        let shift = 32 + shift;
         for &w in src.iter() {
-            let byte = (w >> shift) as usize & 0xff;
-            dst[next[byte]] = w;
-            next[byte] += 1;
+            let digit = (w >> shift) as usize & (size - 1);
+            dst[next[digit]] = w;
+            next[digit] += 1;
         }
         std::mem::swap(&mut src, &mut dst);
     }
