@@ -23,8 +23,9 @@
 //! element. Reductions are always kernel roots (inlining
 //! them would recompute a whole loop per consumer element), and so are `dot_general`s with a small
 //! contracting size ([`SMALL_DOT_CONTRACTION`]) and either few multiply-adds ([`SMALL_DOT_MAX_MACS`]),
-//! a vector operand or no contraction at all (an outer product), and matrix-vector ones of at most [`TINY_DOT_MACS`] multiply-adds; the others
-//! are gemm runtime steps. A `segment_sum` of scalar rows is a kernel root with its data's
+//! a vector operand or no contraction at all (an outer product), and matrix-vector ones of at most
+//! [`TINY_DOT_MACS`] multiply-adds and one pairwise block (256) of contraction, where their in-order
+//! sum is the interpreter's; the others are gemm runtime steps. A `segment_sum` of scalar rows is a kernel root with its data's
 //! producers fused in ([`segment_kernel`]): message passing as one pass over the edges; so is a
 //! row-wise `scatter_add` ([`scatter_kernel`], a vmapped message sum), one row per lane.
 
@@ -53,7 +54,7 @@ enum Lowering {
 }
 
 /// The largest contracting size (product of the contracting dimensions) at which a `dot_general`
-/// is a kernel root — each output element a sequential sum over the contracting indices, producers
+/// is a kernel root — each output element an in-order sum over the contracting indices, producers
 /// fused in — instead of a gemm runtime step, whose operand packing and call cost dominate such
 /// small products (a 4-element dot per environment, a `[120,10]·[10]` per scan step).
 pub(crate) const SMALL_DOT_CONTRACTION: usize = 16;
@@ -86,8 +87,12 @@ fn lowering(f: &Function, e: &kiln_ir::Eqn) -> Lowering {
             // actuation `[256·120, 10]·[10]` spent 27 % of its step packing the matrix for gemm.
             // An outer product (k = 1: no contraction, or one of size 1) is a product per element,
             // nothing for gemm to block.
+            // A kernel sums each element's products in order (the interpreter's fold); past one
+            // pairwise block the interpreter sums them blocked-pairwise, so longer contractions are
+            // gemm steps (within a reduction tolerance of it, as any gemm).
+            let in_one_block = k as i64 <= crate::codegen::pairwise::BLOCK;
             if k <= SMALL_DOT_CONTRACTION && (macs <= SMALL_DOT_MAX_MACS || vector_side || k == 1)
-                || vector_side && macs <= TINY_DOT_MACS
+                || vector_side && macs <= TINY_DOT_MACS && in_one_block
             {
                 Lowering::RootOnly
             } else {

@@ -93,6 +93,36 @@ fn small_dots_are_kernels_with_producers_fused_and_large_ones_gemm_steps() {
     assert_eq!(compile(&f).unwrap().kernel_count(), 1, "only the add is a kernel");
 }
 
+/// A matrix-vector dot is a kernel up to one pairwise block of contraction (256): its in-order sum
+/// is then bitwise the interpreter's, which sums longer contractions blocked-pairwise (as
+/// `reduce_sum`), so a longer one is a gemm step (within a reduction tolerance, as gemm always is).
+#[test]
+fn matrix_vector_kernels_stop_at_one_pairwise_block_of_contraction() {
+    let matvec = |k: usize| {
+        format!(
+            "{{ lambda w:f32[4,{k}] x:f32[{k}] . let
+        d:f32[4] = dot_general[lhs_contracting=(1,) rhs_contracting=(0,) lhs_batch=() rhs_batch=() preferred_element_type=none] w x
+      in (d,) }}"
+        )
+    };
+    // Order-sensitive values: a 1e8 among ones, with the spacing of f32 at 1e8 being 8.
+    let args = |k: usize| {
+        let mut w: Vec<f32> = vec![1.0; 4 * k];
+        w[0] = 1e8;
+        [Array::from_vec(&[4, k], w), Array::from_vec(&[k], vec![1.0f32; k])]
+    };
+    check(&matvec(256), &args(256), 1);
+    let f = parse(&matvec(257)).unwrap();
+    let exe = compile(&f).unwrap();
+    assert_eq!(exe.kernel_count(), 0, "a gemm step");
+    let got = exe.run(&args(257)).unwrap()[0].to_vec::<f32>().unwrap();
+    let want = eval(&f, &args(257)).unwrap()[0].to_vec::<f32>().unwrap();
+    // Rows 1..3 are exactly 257; row 0 is 1e8 + 256 within a reduction tolerance.
+    assert_eq!(&got[1..], &want[1..]);
+    assert_eq!(&want[1..], &[257.0; 3]);
+    assert!((got[0] - want[0]).abs() <= 16.0, "{} against {}", got[0], want[0]);
+}
+
 #[test]
 fn a_mask_used_by_two_kernels_is_recomputed_in_each() {
     // relu's mask m = (x > 0) | (x != x) feeds two selects that are outputs (two kernel roots): the

@@ -861,8 +861,9 @@ impl<'a, 'b> Emitter<'a, 'b> {
     /// A small `dot_general` (a kernel root, see [`crate::fusion::SMALL_DOT_CONTRACTION`] and
     /// [`crate::fusion::TINY_DOT_MACS`]): the
     /// output index is (batch, lhs free, rhs free); the value is `0 + l·r + l·r + ...` over the
-    /// contracting indices in row-major order of `lhs_contracting` — the interpreter's fold, so
-    /// bitwise equal — in the result dtype (operands converted first, as the interpreter does).
+    /// contracting indices in row-major order of `lhs_contracting` — the interpreter's fold for
+    /// contractions of at most one pairwise block, the only ones fusion makes kernels, so bitwise
+    /// equal — in the result dtype (operands converted first, as the interpreter does).
     fn small_dot(
         &mut self,
         e: &'a Eqn,

@@ -18,7 +18,7 @@ mod check;
 mod collapse;
 mod elem_calls;
 mod kernel;
-mod pairwise;
+pub(crate) mod pairwise;
 mod scalar;
 mod vector;
 mod vops;

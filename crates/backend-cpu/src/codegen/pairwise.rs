@@ -19,7 +19,7 @@ use kiln_ir::{DType, ReduceOp};
 /// Elements per block (a multiple of every vector step `U·L`). Small enough that the sequential
 /// part of the error stays below the pairwise part's typical size; large enough that the per-block
 /// bookkeeping (a count-trailing-zeros and on average one merge) is noise.
-pub(super) const BLOCK: i64 = 256;
+pub(crate) const BLOCK: i64 = 256;
 
 /// Levels of the partial-result stack: block counts up to 2⁶⁴.
 const LEVELS: u32 = 64;

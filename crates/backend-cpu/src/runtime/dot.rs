@@ -6,7 +6,7 @@
 //! `[batch, rows, cols]`. matrixmultiply packs its own panels internally, so strides change which
 //! elements it copies, never its summation order: results are bitwise the same whether an operand
 //! is read in place or packed. f32/f64 go through matrixmultiply (blocked, FMA: not bitwise equal to
-//! the interpreter's sequential sum; within a reduction tolerance); ints wrap and bool is
+//! the interpreter's blocked-pairwise sum; within a reduction tolerance); ints wrap and bool is
 //! or-of-ands, both exact in any order. With a `preferred_element_type` other than the operands'
 //! dtype, the operand is packed with each element converted (XLA's `convert`, as the interpreter does
 //! before its dot), so the gemm runs in the result dtype.

@@ -391,13 +391,17 @@ fn dot_t<T: Num>(
     let (nb, m, n) =
         (bs.iter().product::<usize>(), ms.iter().product::<usize>(), ns.iter().product::<usize>());
     let k: usize = sizes(l, lc).iter().product();
+    // Each element sums its products in row-major order of the contracting dims, as a reduction
+    // over them (`fold_run`: blocked-pairwise past 256 float products, like `reduce_sum`).
+    let last = lc.last().map_or(1, |&d| l.shape()[d]);
+    let mut products = Vec::with_capacity(k);
     let mut out = Vec::with_capacity(nb * m * n);
     for b in 0..nb {
         for i in 0..m {
             for j in 0..n {
-                let dot = (0..k)
-                    .fold(T::ZERO, |acc, p| acc.add(lm[(b * m + i) * k + p].mul(rm[(b * k + p) * n + j])));
-                out.push(dot);
+                products.clear();
+                products.extend((0..k).map(|p| lm[(b * m + i) * k + p].mul(rm[(b * k + p) * n + j])));
+                out.push(fold_run(ReduceOp::Sum, &products, last));
             }
         }
     }
