@@ -7,9 +7,9 @@ mod simplify_common;
 use kiln_ir::{
     Array, BinaryOp, CompareOp, DType, Function, IndexMode, Prim, ReduceOp, Shape, TensorType, UnaryOp, Var,
 };
-use kiln_transform::{SimplifyOptions, simplify};
+use kiln_transform::simplify;
 use proptest::prelude::*;
-use simplify_common::{SPECIAL_F, same_bits};
+use simplify_common::{SPECIAL_F, same_bits, untimed};
 
 const N: usize = 4;
 
@@ -189,7 +189,7 @@ proptest! {
     ) {
         let f = build(&ops);
         kiln_ir::verify(&f).unwrap();
-        let (g, report) = simplify(&f, &SimplifyOptions::default());
+        let (g, report) = simplify(&f, &untimed());
         kiln_ir::verify(&g).unwrap_or_else(|e| panic!("{e}\n{g}"));
         let args = [
             Array::from_vec(&[N], x0),
@@ -217,7 +217,7 @@ fn generated_programs_exercise_the_rules() {
     };
     for _ in 0..160 {
         let ops: Vec<(u8, u8, u8, u8)> = (0..12).map(|_| (byte(), byte(), byte(), byte())).collect();
-        let (_, report) = simplify(&build(&ops), &SimplifyOptions::default());
+        let (_, report) = simplify(&build(&ops), &untimed());
         for (k, v) in report.rules_fired() {
             *fired.entry(k).or_insert(0) += v;
         }

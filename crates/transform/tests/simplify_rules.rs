@@ -6,12 +6,12 @@ mod simplify_common;
 
 use kiln_ir::{Function, parse, verify};
 use kiln_transform::{SimplifyOptions, SimplifyReport, simplify};
-use simplify_common::{assert_same_values, special};
+use simplify_common::{assert_same_values, special, untimed};
 
 fn run(src: &str, fast_math: bool) -> (Function, Function, SimplifyReport) {
     let f = parse(src).unwrap_or_else(|e| panic!("{e}\n{src}"));
     verify(&f).unwrap_or_else(|e| panic!("{e}\n{src}"));
-    let (g, report) = simplify(&f, &SimplifyOptions { fast_math, ..SimplifyOptions::default() });
+    let (g, report) = simplify(&f, &SimplifyOptions { fast_math, ..untimed() });
     verify(&g).unwrap_or_else(|e| panic!("{e}\n{g}"));
     (f, g, report)
 }
@@ -648,7 +648,7 @@ fn long_bodies_are_cut_into_regions() {
     }
     src += &format!("in ({prev}) }}");
     let f = parse(&src).unwrap();
-    let (g, report) = simplify(&f, &SimplifyOptions { region_eqns: 8, ..SimplifyOptions::default() });
+    let (g, report) = simplify(&f, &SimplifyOptions { region_eqns: 8, ..untimed() });
     assert_eq!(report.regions.len(), 7, "{report}");
     verify(&g).unwrap();
     assert_same_values(&f, &g);

@@ -7,7 +7,7 @@ mod simplify_common;
 
 use kiln_ir::{Array, BinaryOp, DType, Function, Prim, ReduceOp, Shape, TensorType, UnaryOp, Var};
 use kiln_transform::{SimplifyOptions, StopReason, simplify};
-use simplify_common::assert_same_values;
+use simplify_common::{assert_same_values, untimed};
 use std::time::Duration;
 
 const N: usize = 8;
@@ -80,7 +80,7 @@ fn deep_wide(n: usize) -> Function {
 fn extractor_work_is_linear_in_the_egraph_on_deep_shared_programs() {
     for n in [300, 900, 3000] {
         let f = deep_wide(n);
-        let (g, report) = simplify(&f, &SimplifyOptions::default());
+        let (g, report) = simplify(&f, &untimed());
         println!("{n} eqns:\n{report}");
         assert!(report.fired("mul_one") > 0 && report.fired("neg_neg") > 0, "the rules make alternatives");
         for r in &report.regions {

@@ -1,7 +1,18 @@
-//! Shared helpers of the simplify tests: special-value inputs and bitwise comparison.
+//! Shared helpers of the simplify tests: special-value inputs, bitwise comparison, and options
+//! without wall-clock budgets.
 #![allow(dead_code)]
 
 use kiln_ir::{Array, DType, Function, TensorType};
+use kiln_transform::SimplifyOptions;
+use std::time::Duration;
+
+/// The default options with the wall-clock budgets out of reach: what a test asserts about rules
+/// must not depend on how loaded the machine is (a region stopped by its 50 ms budget is kept as
+/// written). Iteration and node limits, which are deterministic, stay as they are.
+pub fn untimed() -> SimplifyOptions {
+    let hour = Duration::from_secs(3600);
+    SimplifyOptions { time_limit: hour, pass_time_limit: hour, ..SimplifyOptions::default() }
+}
 
 /// Float values that break unsound rules: NaN, ±inf, ±0, subnormals, huge and ordinary numbers.
 pub const SPECIAL_F: [f64; 16] = [
