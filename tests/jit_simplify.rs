@@ -63,39 +63,69 @@ fn simplify_on_forms_multi_output_kernels_with_the_same_bits() {
     assert_eq!(bits(&a.2), bits(&b.2));
 }
 
-/// `grad` of a message pass in a `scan` over a fixed edge list (W3's shape): the backward's
-/// `scatter_add` into the sources (the transpose of `take`) has loop-invariant indices, so `jit`
-/// runs it as a segment sum over the edges sorted once by source (`sort_scan_scatters`), split over
-/// threads. Each source still sums its edges in input order: the gradient has the same bits as
-/// the greedy compile (a sequential scatter) on one and two threads, with
-/// repeated, negative (wrapped by `take`) and too-large (clamped) source indices.
-#[test]
-fn the_gradient_of_a_message_pass_in_a_scan_has_the_scatters_bits() {
-    let (n, e) = (3000usize, 40_000usize);
+/// A fixed edge list of `e` edges over `n` nodes with repeated, negative and too-large sources.
+fn edges(n: usize, e: usize) -> (Tensor, Tensor) {
     let hash = |i: usize, seed: u32| (i as u32).wrapping_mul(2_654_435_761) ^ seed;
     let src: Vec<i32> = (0..e).map(|i| (hash(i, 1) % (n as u32 + 40)) as i32 - 20).collect();
     let dst: Vec<i32> = (0..e).map(|i| (hash(i, 2) % n as u32) as i32).collect();
-    let (src, dst) = (Tensor::from_vec(&[e], src), Tensor::from_vec(&[e], dst));
-    let h0 = Tensor::from_vec(&[n], (0..n).map(|i| (hash(i, 3) % 2001) as f32 * 1e-3 - 1.0).collect());
-    let loss = move |w: Tensor| {
+    (Tensor::from_vec(&[e], src), Tensor::from_vec(&[e], dst))
+}
+
+/// How many scatter-adds of `f`'s traced program `sort_scan_scatters` rewrites.
+fn sortable_scatters(f: impl Fn(Tensor) -> Tensor, x: &Tensor) -> usize {
+    let traced = trace(f, x).unwrap();
+    kiln::transform::sort_scan_scatters(&kiln::transform::dce(&traced.function)).1
+}
+
+/// `grad` of a message pass in a `scan` over a fixed edge list (W3's shape): the backward's
+/// `scatter_add` into the sources (the transpose of `take`, `Clip` after wrapping) has
+/// loop-invariant indices, so `jit` runs it as a segment sum over the edges sorted once by source
+/// (`sort_scan_scatters`; 30 steps, so that the backend estimates the sort paid for), split over
+/// threads. Each source still sums its edges in input order:
+/// the gradient has the same bits as the greedy compile (a sequential scatter) on one and two
+/// threads. The same for a forward `at_add` (`FillOrDrop`: sources past the end dropped).
+#[test]
+fn message_passes_in_a_scan_keep_the_scatters_bits_as_sorted_segment_sums() {
+    let (n, e) = (3000usize, 40_000usize);
+    let (src, dst) = edges(n, e);
+    let h0 = Tensor::from_vec(&[n], (0..n).map(|i| ((i * 7919) % 2001) as f32 * 1e-3 - 1.0).collect());
+    let (s, d, h) = (src.clone(), dst.clone(), h0.clone());
+    let backward = move |w: Tensor| {
         let step = |h: Tensor, _: Tensor| {
-            let h2 = (h.take(&src, 0).segment_sum(&dst, n) * &w).tanh();
+            let h2 = (h.take(&s, 0).segment_sum(&d, n) * &w).tanh();
             (h2.clone(), h2.sum_all())
         };
-        let (_, ys) = scan(step, h0.clone(), Tensor::zeros(DType::F32, &[6]));
+        let (_, ys) = scan(step, h.clone(), Tensor::zeros(DType::F32, &[30]));
+        ys.sum_all()
+    };
+    let forward = move |w: Tensor| {
+        let step = |h: Tensor, _: Tensor| {
+            let h2 = (Tensor::zeros(DType::F32, &[n]).at_add(&src, &(h.take(&dst, 0) * &w))).tanh();
+            (h2.clone(), h2.sum_all())
+        };
+        let (_, ys) = scan(step, h0.clone(), Tensor::zeros(DType::F32, &[30]));
         ys.sum_all()
     };
     let w = Tensor::scalar(0.3f32);
-    let eager = grad(loss.clone())(w.clone());
-    let greedy = jit(grad(loss.clone())).simplify(false).threads(2).call(&w).unwrap();
+    let g = || grad(backward.clone());
+    assert_eq!(sortable_scatters(g(), &w), 1, "the backward's scatter qualifies");
+    assert_eq!(sortable_scatters(forward.clone(), &w), 1, "the at_add qualifies");
+    let greedy = (
+        jit(g()).simplify(false).threads(2).call(&w).unwrap(),
+        jit(forward.clone()).simplify(false).threads(2).call(&w).unwrap(),
+    );
     for threads in [1, 2] {
-        let sorted = jit(grad(loss.clone())).threads(threads).call(&w).unwrap();
-        assert_eq!(bits(&sorted), bits(&greedy), "{threads} threads");
+        let sorted = jit(g()).threads(threads).call(&w).unwrap();
+        assert_eq!(bits(&sorted), bits(&greedy.0), "grad, {threads} threads");
+        let sorted = jit(forward.clone()).threads(threads).call(&w).unwrap();
+        assert_eq!(bits(&sorted), bits(&greedy.1), "at_add, {threads} threads");
     }
     // Eager evaluation rounds `tanh` (and the sums outside the scatter) its own way.
-    let (got, want) = (greedy.to_vec::<f32>()[0], eager.to_vec::<f32>()[0]);
-    assert!(
-        want.is_finite() && want != 0.0 && (got - want).abs() <= 1e-5 * want.abs(),
-        "{got} against {want}"
-    );
+    for (got, want) in [(&greedy.0, g()(w.clone())), (&greedy.1, forward(w.clone()))] {
+        let (got, want) = (got.to_vec::<f32>()[0], want.to_vec::<f32>()[0]);
+        assert!(
+            want.is_finite() && want != 0.0 && (got - want).abs() <= 1e-5 * want.abs(),
+            "{got} against {want}"
+        );
+    }
 }

@@ -64,11 +64,14 @@ impl JitOptions {
 
 /// Compiles `f` for `opts`: dead equations are dropped first (`grad` leaves the unused forward pass
 /// that computed the loss value; JAX's DCE does the same), then, with `opts.simplify`, loop-invariant
-/// equations move out of scans where the backend estimates it pays ([`hoist_verdict`]) and the egg
+/// equations move out of scans where the backend estimates it pays ([`hoist_verdict`]), after
+/// scatter-adds with loop-invariant indices became sorted segment sums
+/// ([`kiln_transform::sort_scan_scatters`]) where the backend estimates that no costlier, and the egg
 /// simplifier runs (`opts.fast_math` enables its fast-math rules) and its program is kept if the
-/// backend estimates it no costlier ([`backend_verdict`]), then the backend compiles (multi-output kernels with `opts.simplify`) with
-/// `opts.threads` (or `KILN_NUM_THREADS`) and `KILN_DUMP` from the environment. With `KILN_DUMP`
-/// set, `<dir>/simplify-<n>.txt` holds the IR before and after and the simplifier's report.
+/// backend estimates it no costlier ([`backend_verdict`]), then the backend compiles (multi-output
+/// kernels with `opts.simplify`) with `opts.threads` (or `KILN_NUM_THREADS`) and `KILN_DUMP` from the
+/// environment. With `KILN_DUMP` set, `<dir>/simplify-<n>.txt` holds the IR before and after and the
+/// simplifier's report.
 pub(crate) fn backend_compile(f: &Function, opts: &JitOptions) -> Result<Executable, CompileError> {
     let env = CompileOptions::from_env();
     // `simplify(false)` is the frozen greedy baseline: one root per kernel, no multi-output kernels.
@@ -79,12 +82,22 @@ pub(crate) fn backend_compile(f: &Function, opts: &JitOptions) -> Result<Executa
     };
     let mut live = kiln_transform::dce(f);
     if opts.simplify {
-        // Scatter-adds with loop-invariant indices become segment sums over indices sorted once
-        // (exact), then loop-invariant work (those sorts included) moves out of scans, scan by scan
-        // where the backend estimates the hoisted loop cheaper (`hoist_verdict`).
-        let (sorted, sorted_scatters) = kiln_transform::sort_scan_scatters(&live);
-        let (hoisted, hoist) = kiln_transform::hoist_scan_invariants(&sorted, &hoist_verdict);
-        live = hoisted;
+        // Loop-invariant work moves out of scans, scan by scan where the backend estimates the
+        // hoisted loop cheaper (`hoist_verdict`). Scatter-adds with loop-invariant indices may
+        // first become segment sums over indices sorted once (exact); that form is kept only if
+        // the backend estimates it, hoisted, no costlier than the scatters hoisted (a sort left
+        // in a loop whose hoisting was refused would run at every step).
+        let (plain, mut hoist) = kiln_transform::hoist_scan_invariants(&live, &hoist_verdict);
+        let (sorted, mut sorted_scatters) = kiln_transform::sort_scan_scatters(&live);
+        live = plain;
+        if sorted_scatters > 0 {
+            let (hoisted, sorted_hoist) = kiln_transform::hoist_scan_invariants(&sorted, &hoist_verdict);
+            if no_costlier(&hoisted, &live) {
+                (live, hoist) = (hoisted, sorted_hoist);
+            } else {
+                sorted_scatters = 0;
+            }
+        }
         let sopts = kiln_transform::SimplifyOptions { fast_math: opts.fast_math, ..Default::default() };
         let (simplified, report) = kiln_transform::simplify(&live, &sopts);
         let (keep, mut verdict) = backend_verdict(&live, &simplified);
@@ -123,6 +136,15 @@ fn backend_verdict(live: &Function, simplified: &Function) -> (bool, String) {
         }
         (Ok(_), Err(e)) => (false, format!("input kept: the simplified program does not plan ({e})")),
         (Err(e), _) => (true, format!("simplified program kept: the input does not plan ({e})")),
+    }
+}
+
+/// Whether the backend estimates `a` to move no more bytes per call than `b`, or as many and no more
+/// flops (false if either does not plan).
+fn no_costlier(a: &Function, b: &Function) -> bool {
+    match (kiln_backend_cpu::estimate(a), kiln_backend_cpu::estimate(b)) {
+        (Ok(a), Ok(b)) => (a.bytes_moved, a.flops) <= (b.bytes_moved, b.flops),
+        _ => false,
     }
 }
 

@@ -330,7 +330,9 @@ fn integer_keys_radix_sort_as_the_interpreters_stable_sort() {
     let keys: Vec<i32> = i32_keys[..3000].to_vec();
     let payload = f32s(&[3000], 7).to_vec::<f32>().unwrap();
     sort(&Array::from_vec(&[3, 1000], keys.clone()), &Array::from_vec(&[3, 1000], payload.clone()), 1);
-    sort(&Array::from_vec(&[1000, 3], keys), &Array::from_vec(&[1000, 3], payload), 0);
+    sort(&Array::from_vec(&[1000, 3], keys.clone()), &Array::from_vec(&[1000, 3], payload.clone()), 0);
+    // Lanes with both an outer and an inner stride: [2, 500, 3] along its middle axis.
+    sort(&Array::from_vec(&[2, 500, 3], keys), &Array::from_vec(&[2, 500, 3], payload), 1);
 }
 
 #[test]

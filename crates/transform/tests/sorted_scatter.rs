@@ -86,16 +86,18 @@ fn an_invariant_scatter_becomes_a_segment_sum_whose_sort_leaves_the_loop() {
         );
         // After LICM the sort and the permuted edge arrays are computed once, before the loop.
         assert!(names(&h).contains(&"sort") && !names(body(&h)).contains(&"sort"), "{h}");
-        // Row 0 receives y[0] = 1e8, y[1] = 1, y[0] = 1e8 in edge order (edges 0, 2, 5): the f32
-        // sum depends on that order. Edges 3 (src -1) and 4 (src 7) are dropped under `fill` and
-        // clamped to rows 0 and 4 under `clip`; edges 6 and 7 (dst 9, -2) are masked to 0.
-        let a = args(
-            vec![0, 3, 0, -1, 7, 0, 3, 2],
-            vec![0, 1, 1, 2, 3, 0, 9, -2],
-            vec![1e8, 1.0, 2.0, 3.0, 4.0],
-            3,
-            1.0,
-        );
+        // Row 3 receives y[1] = 3 three times, then y[0] = 1e8, then y[2] = -1e8 (edges 0, 1, 3, 4,
+        // 6), and the f32 sum depends on their order (f32 spacing 8 at 1e8): in edge order
+        // ((3 + 3 + 3) + 1e8) - 1e8 = 8, while edges reversed give 9. Edge 2 (src -1) and 5 (src 7)
+        // are dropped under `fill` and clamped to rows 0 and 4 under `clip`; edge 7 (dst 9) is
+        // masked to 0.
+        let (src, dst) = (vec![3, 3, -1, 3, 3, 7, 3, 0], vec![1, 1, 3, 1, 0, 4, 2, 9]);
+        let c0 = vec![1e8, 3.0, -1e8, 1.0, 2.0];
+        let a = args(src.clone(), dst.clone(), c0.clone(), 3, 1.0);
+        let rev = |v: &[i32]| v.iter().rev().copied().collect::<Vec<_>>();
+        let reversed = args(rev(&src), rev(&dst), c0, 3, 1.0);
+        let (ord, back) = (eval(&f, &a).unwrap(), eval(&f, &reversed).unwrap());
+        assert!(!ord[0].bitwise_eq(&back[0]), "the edge order shows in the bits: {ord:?}");
         assert_same_bits(&f, &g, &a);
         assert_same_bits(&f, &h, &a);
         // A one-step scan is left alone: the sort could not pay for itself.
@@ -121,15 +123,15 @@ fn what_the_rewrite_must_leave_alone() {
     for zero in ["-0.0", "1.0"] {
         assert_eq!(sort_scan_scatters(&parsed(&message_scan("fill", zero, 3))).1, 0, "operand {zero}");
     }
-    // Indices that change per step (here the carry's bits through `convert`).
+    // Indices that change per step (the carry, incremented each step).
     let variant = "{ lambda c:i32[8] xs:f32[3,8] . let
-    d:i32[8] = scan[length=3 reverse=false num_consts=0 num_carry=1 body={ lambda c:i32[8] x:f32[8] ; z:f32[] = 0.0, one:i32[] = 1 . let
+    d:i32[8] e:f32[3,5] = scan[length=3 reverse=false num_consts=0 num_carry=1 body={ lambda c:i32[8] x:f32[8] ; z:f32[] = 0.0, one:i32[] = 1 . let
         zn:f32[5] = broadcast_in_dim[shape=(5,) broadcast_dimensions=()] z
         s:f32[5] = scatter_add[axis=0 batch_dims=0 mode=fill] zn c x
         ob:i32[8] = broadcast_in_dim[shape=(8,) broadcast_dimensions=()] one
         c2:i32[8] = add c ob
-      in (c2) }] c xs
-  in (d) }";
+      in (c2, s) }] c xs
+  in (d, e) }";
     assert_eq!(sort_scan_scatters(&parsed(variant)).1, 0);
     // Invariant indices, but updates that are a per-step edge array (W2's spring forces): the
     // permutation would be a gather at every step.
@@ -144,6 +146,58 @@ fn what_the_rewrite_must_leave_alone() {
     let (g, n) = sort_scan_scatters(&f);
     assert_eq!(n, 0);
     assert_eq!(g, f);
+}
+
+/// u32 indices under `clip` (clamped before the sort), rows of two elements (`[E, 2]` updates
+/// gathered from a `[N, 2]` carry), and a scan nested in another whose indices are the outer
+/// loop's constants: each rewritten, the sort hoisted out of both loops, the same bits.
+#[test]
+fn u32_indices_wide_rows_and_nested_scans() {
+    let wide = "{ lambda src:u32[6] dst:u32[6] c:f32[4,2] xs:f32[3] . let
+    d:f32[4,2] = scan[length=3 reverse=false num_consts=2 num_carry=1 body={ lambda src:u32[6] dst:u32[6] c:f32[4,2] x:f32[] ; z:f32[] = 0.0 . let
+        g:f32[6,2] = gather[axis=0 batch_dims=0 mode=clip] c dst
+        xb:f32[6,2] = broadcast_in_dim[shape=(6,2) broadcast_dimensions=()] x
+        u:f32[6,2] = mul g xb
+        zn:f32[4,2] = broadcast_in_dim[shape=(4,2) broadcast_dimensions=()] z
+        s:f32[4,2] = scatter_add[axis=0 batch_dims=0 mode=clip] zn src u
+        c2:f32[4,2] = add c s
+      in (c2) }] src dst c xs
+  in (d) }";
+    let f = parsed(wide);
+    let (g, n, h) = rewrite(&f);
+    assert_eq!(n, 1);
+    assert!(names(body(&g)).contains(&"clamp") && !names(body(&h)).contains(&"sort"), "{h}");
+    let a = [
+        Array::from_vec(&[6], vec![3u32, 9, 0, 3, u32::MAX, 1]),
+        Array::from_vec(&[6], vec![0u32, 1, 2, 3, 1, 7]),
+        Array::from_vec(&[4, 2], vec![1e8f32, 3.0, 3.0, -1e8, f32::NAN, -0.0, 0.5, f32::INFINITY]),
+        Array::from_vec(&[3], vec![1.0f32, -2.0, 0.25]),
+    ];
+    assert_same_bits(&f, &h, &a);
+    // The message scan inside a 2-step outer scan that passes `src`, `dst` through as constants.
+    let inner = message_scan("fill", "0.0", 3);
+    let inner_body =
+        inner.trim_start_matches("{ lambda src:i32[8] dst:i32[8] c:f32[5] xs:f32[3,5] . let").trim_end();
+    let inner_body = inner_body.trim_end_matches("in (d) }").trim();
+    let nested = format!(
+        "{{ lambda src:i32[8] dst:i32[8] c:f32[5] xss:f32[2,3,5] . let
+    e:f32[5] = scan[length=2 reverse=false num_consts=2 num_carry=1 body={{ lambda src:i32[8] dst:i32[8] c:f32[5] xs:f32[3,5] . let
+        {inner_body}
+      in (d) }}] src dst c xss
+  in (e) }}"
+    );
+    let f = parsed(&nested);
+    let (_, n, h) = rewrite(&f);
+    assert_eq!(n, 1);
+    assert!(names(&h).contains(&"sort"), "sorted before both loops: {h}");
+    let xss: Vec<f32> = (0..30).map(|i| i as f32 * 0.5 - 7.0).collect();
+    let a = [
+        Array::from_vec(&[8], vec![3, 3, -1, 3, 3, 7, 3, 0]),
+        Array::from_vec(&[8], vec![1, 1, 3, 1, 0, 4, 2, 9]),
+        Array::from_vec(&[5], vec![1e8f32, 3.0, -1e8, 1.0, 2.0]),
+        Array::from_vec(&[2, 3, 5], xss),
+    ];
+    assert_same_bits(&f, &h, &a);
 }
 
 proptest! {
