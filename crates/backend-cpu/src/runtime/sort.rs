@@ -118,11 +118,15 @@ impl SortPlan {
                     // SAFETY: as `lane_key`.
                     let sorted =
                         radix_sort_lane(&mut keys[..n], spare, |k| unsafe { key(dt, p, base + k * inner) });
-                    // SAFETY: as below; the keys' words hold every key operand position in order.
+                    // SAFETY: as below; the words hold every key, and every position, in order.
                     unsafe {
                         self.write_sorted_keys(base, sorted, output(0));
+                        // `argsort`'s payload, the positions themselves, is written from the words
+                        // in order too (a gather through the permutation is a random read each).
+                        let positions =
+                            |j: usize| j > 0 && self.write_positions_if_iota(j, base, sorted, input, output);
                         self.permute_lane(
-                            1,
+                            &|j| j == 0 || positions(j),
                             base,
                             |k| (sorted[k] & u64::from(u32::MAX)) as usize,
                             input,
@@ -142,7 +146,7 @@ impl SortPlan {
                     keys.chunks(n).map(|k| k[a].cmp(&k[b])).find(|c| c.is_ne()).unwrap_or_else(|| a.cmp(&b))
                 });
                 // SAFETY: `perm` is a permutation of the lane's positions.
-                unsafe { self.permute_lane(0, base, |k| perm[k], input, output) };
+                unsafe { self.permute_lane(&|_| false, base, |k| perm[k], input, output) };
             }
         }
     }
@@ -180,14 +184,44 @@ impl SortPlan {
         }
     }
 
-    /// Writes the lanes at `base` of operands `first..` in sorted order: output position `k` takes
-    /// input position `from(k)`.
+    /// When operand `j`'s lane at `base` holds its own positions `0, 1, ..., n-1` as i32 or u32 (an
+    /// iota along the sorted dimension: `argsort`'s payload), writes its sorted lane — the
+    /// positions in the words' low halves — and returns true. A lane that is not one is usually
+    /// told apart at its first elements.
+    ///
+    /// # Safety
+    /// As [`SortPlan::run`]; `sorted` holds the lane's `n` sorted words.
+    unsafe fn write_positions_if_iota(
+        &self,
+        j: usize,
+        base: usize,
+        sorted: &[u64],
+        input: &dyn Fn(usize) -> *const u8,
+        output: &dyn Fn(usize) -> *mut u8,
+    ) -> bool {
+        if !matches!(self.dtypes[j], DType::I32 | DType::U32) {
+            return false;
+        }
+        let (src, dst, inner) = (input(j).cast::<u32>(), output(j).cast::<u32>(), self.inner);
+        // SAFETY (both loops): lane positions `base + k·inner`, inside the operand's size; n < 2^32
+        // (radix sorted), so positions fit u32 and, below 2^31, equal their i32 bits.
+        if !(0..self.n).all(|k| unsafe { *src.add(base + k * inner) } as usize == k) {
+            return false;
+        }
+        for (k, w) in sorted.iter().enumerate() {
+            unsafe { *dst.add(base + k * inner) = *w as u32 };
+        }
+        true
+    }
+
+    /// Writes the lanes at `base` of the operands not `done` in sorted order: output position `k`
+    /// takes input position `from(k)`.
     ///
     /// # Safety
     /// As [`SortPlan::run`]; `from` maps `0..n` into `0..n`.
     unsafe fn permute_lane(
         &self,
-        first: usize,
+        done: &dyn Fn(usize) -> bool,
         base: usize,
         from: impl Fn(usize) -> usize,
         input: &dyn Fn(usize) -> *const u8,
@@ -213,7 +247,7 @@ impl SortPlan {
             }
         }
         let (n, inner) = (self.n, self.inner);
-        for (j, &dt) in self.dtypes.iter().enumerate().skip(first) {
+        for (j, &dt) in self.dtypes.iter().enumerate().filter(|&(j, _)| !done(j)) {
             let (src, dst) = (input(j), output(j));
             // SAFETY: per the contract; buffers are aligned to their dtype.
             unsafe {
