@@ -1,7 +1,7 @@
 //! The egg simplifier and multi-output kernels against the frozen greedy baseline (one kernel per
 //! root, `.simplify(false)`) on the workload suite (issue 6): per case,
 //! the simplifier's own time on the traced program (regions, stop reasons, rules fired with counts,
-//! cost before/after), then the program compiled with `.simplify(true)` and `.simplify(false)`:
+//! cost before/after) and the scatter-adds `sort_scan_scatters` rewrites, then the program compiled with `.simplify(true)` and `.simplify(false)`:
 //! compile time, kernels and bytes moved per call (`cost_report()`), and the best run time of a few
 //! calls. A plain `main` (no criterion) so that the whole table takes a few minutes.
 //!
@@ -86,6 +86,9 @@ fn main() {
         );
         let fired: Vec<String> = report.rules_fired().iter().map(|(k, v)| format!("{k}×{v}")).collect();
         println!("  rules: {}", if fired.is_empty() { "none".to_string() } else { fired.join(", ") });
+        // Before LICM: scatter-adds with loop-invariant indices made sorted segment sums (`jit`
+        // keeps that form where the backend estimates it no costlier).
+        println!("  sorted scatters: {}", kiln::transform::sort_scan_scatters(&live).1);
         for (label, s) in [("greedy (.simplify(false))", &greedy), ("egg    (.simplify(true)) ", &egg)] {
             println!(
                 "  {label}: compile {:8.1} ms, {:4} kernels, {:12} B moved/call, run {:9.3} ms",
