@@ -1,27 +1,5 @@
 //! `chunked_vmap`: a data-parallel batched executor over CPU cores (JAX's `lax.map(f, xs,
 //! batch_size=C)` run like `pmap` over cores).
-//!
-//! `chunked_vmap(f, in_axes, out_axes).chunk(C)` traces `vmap(f)` for a batch of `C` examples, compiles
-//! it once (single-threaded: the parallelism is over chunks, never nested pools), splits the batched
-//! arguments along their mapped axes into `ceil(B / C)` chunks, runs the chunks on rayon threads and
-//! concatenates the outputs along their `out_axes`. Because `f` is a per-example function, every row
-//! of the output depends only on the same row of the inputs — the row independence that makes the
-//! split exact holds by construction, not by analysis of the program.
-//!
-//! Why: a batched program whose kernels each stream a `[B, ...]` intermediate through memory is
-//! bandwidth-bound once `B` rows no longer fit in cache, and kernels below the backend's thread-split
-//! threshold run serially. A chunk of `C` examples keeps its intermediates cache-resident (for a
-//! `scan` inside `f`, across all its steps), and the chunks fill the cores.
-//!
-//! **The last chunk.** When `C` does not divide `B`, the remainder `B mod C` runs through a second
-//! program compiled for that size (no padding: no wasted rows, no garbage rows that could produce
-//! NaNs or traps; the cost is one more compilation, done by [`ChunkedVmap::specialize`]).
-//!
-//! **Threads.** [`ChunkedVmap::threads`], else `KILN_NUM_THREADS`, else one per core (rayon's global
-//! pool); `1` runs the chunks in order on the calling thread. Each chunk's result is the same whatever
-//! the thread count. Results agree with `jit(vmap(f))` over the whole batch up to the reassociation of
-//! float sums that a different batch size may choose (e.g. `dot_general`'s kernel), bit for bit for
-//! elementwise programs.
 
 use crate::ad::Args;
 use crate::jit::{Compiled, jit};
@@ -52,8 +30,29 @@ pub struct ChunkedVmap<F, A, R> {
 }
 
 /// `f` mapped over a batch (as [`vmap`]`(f, in_axes, out_axes)`), compiled for chunks of
-/// [`DEFAULT_CHUNK`] examples (change with [`ChunkedVmap::chunk`]) that run in parallel on CPU threads;
-/// see the [module docs](self).
+/// [`DEFAULT_CHUNK`] examples (change with [`ChunkedVmap::chunk`]) that run in parallel on CPU threads.
+///
+/// `chunked_vmap(f, in_axes, out_axes).chunk(C)` traces `vmap(f)` for a batch of `C` examples, compiles
+/// it once (single-threaded: the parallelism is over chunks, never nested pools), splits the batched
+/// arguments along their mapped axes into `ceil(B / C)` chunks, runs the chunks on rayon threads and
+/// concatenates the outputs along their `out_axes`. Because `f` is a per-example function, every row
+/// of the output depends only on the same row of the inputs — the row independence that makes the
+/// split exact holds by construction, not by analysis of the program.
+///
+/// Why: a batched program whose kernels each stream a `[B, ...]` intermediate through memory is
+/// bandwidth-bound once `B` rows no longer fit in cache, and kernels below the backend's thread-split
+/// threshold run serially. A chunk of `C` examples keeps its intermediates cache-resident (for a
+/// `scan` inside `f`, across all its steps), and the chunks fill the cores.
+///
+/// **The last chunk.** When `C` does not divide `B`, the remainder `B mod C` runs through a second
+/// program compiled for that size (no padding: no wasted rows, no garbage rows that could produce
+/// NaNs or traps; the cost is one more compilation, done by [`ChunkedVmap::specialize`]).
+///
+/// **Threads.** [`ChunkedVmap::threads`], else `KILN_NUM_THREADS`, else one per core (rayon's global
+/// pool); `1` runs the chunks in order on the calling thread. Each chunk's result is the same whatever
+/// the thread count. Results agree with `jit(vmap(f))` over the whole batch up to the reassociation of
+/// float sums that a different batch size may choose (e.g. `dot_general`'s kernel), bit for bit for
+/// elementwise programs.
 ///
 /// Shapes: a mapped argument leaf `[..., B, ...]` (batch axis where `in_axes` says) is cut into
 /// `[..., C, ...]` pieces; unmapped leaves (`None`) go whole to every chunk; each mapped output leaf

@@ -5,47 +5,13 @@
 //! rule emits ordinary primitives, recorded into the enclosing trace (so `jit(vmap(f))`,
 //! `grad(vmap(f))`, `vmap(vmap(f))` and `vmap(grad(f))` compose) or computed at once on concrete
 //! tensors. Nothing is unrolled over the batch.
-//!
-//! # Axis specs
-//! An [`AxisSpec`] says where each argument leaf (or output leaf) is mapped:
-//! * `0`, `-1`, ... (any `i32`): that axis of every leaf (negative counts from the end);
-//! * `None` ([`AxisSpec::NONE`]): unbatched — the same value for every batch element;
-//! * a tuple `(0, None, 1)` of specs: one per top-level argument of a tuple (each a whole-element
-//!   spec, or a per-leaf spec of that element);
-//! * [`AxisSpec::leaves`]: one `Option<i32>` per leaf, in leaf order;
-//! * [`AxisSpec::tree`]: a value *of the argument's own type* whose leaves are [`axis`] / [`unmapped`]
-//!   markers — for a `#[derive(Tree)]` struct, "the same struct of axes":
-//!
-//! ```
-//! use kiln::prelude::*;
-//! use kiln::{axis, unmapped, AxisSpec};
-//! #[derive(Tree, Clone)]
-//! struct Params { w: Tensor, b: Tensor }
-//! let p = Params { w: Tensor::from_vec(&[2, 3], vec![1.0f32, 2., 3., 4., 5., 6.]), b: Tensor::scalar(1.0f32) };
-//! // w mapped along axis 0, b shared: one struct of axes ...
-//! let spec = AxisSpec::tree(&Params { w: axis(0), b: unmapped() });
-//! let f = vmap(|(p,): (Params,)| p.w.sum(All) + &p.b, (spec,), 0);
-//! assert_eq!(f((p.clone(),)).to_vec::<f32>(), vec![7.0, 16.0]); // 1+2+3+1, 4+5+6+1
-//! // ... or one value for every field (here both mapped along axis 0 would need b batched too).
-//! # let _ = p;
-//! ```
-//!
-//! Arguments are tuples, `Vec`s or one tensor (as for `grad`'s `argnums`); wrap a single struct
-//! argument in a 1-tuple. Outputs may be any pytree; their spec is one axis for all, per leaf, or a
-//! tuple with one whole-element spec per output leaf.
-//!
-//! # Errors
-//! Recorded in the enclosing trace (so `kiln::trace` returns `Err`), or a panic in eager mode: mapped
-//! axes of different sizes (naming every mapped argument leaf, its type, axis and size), an axis out
-//! of range, a spec that does not fit the arguments, no mapped argument without an `axis_size`, and
-//! `out_axes = None` for an output that depends on the batch.
 
 use crate::ad::{Args, flatten, placeholders_like};
 use kiln_trace::{Tensor, Tree, report_error};
 use kiln_transform::batching::{Batched, batch_replay};
 use std::ops::Range;
 
-/// Where the batch axis of each leaf of a value is (see the [module docs](self)).
+/// Where the batch axis of each leaf of a value is (see [`vmap`] for the forms a spec takes).
 #[derive(Clone, Debug, PartialEq)]
 pub enum AxisSpec {
     /// One axis (`None`: unbatched) for every leaf.
@@ -177,8 +143,41 @@ pub(crate) fn normalize(axis: i32, rank: usize) -> Option<usize> {
     (0..r).contains(&a).then(|| usize::try_from(a).expect("non-negative"))
 }
 
-/// `jax.vmap(f, in_axes, out_axes)`: `f` mapped over the batch axis of its arguments (see the
-/// [module docs](self) for the axis specs and errors).
+/// `jax.vmap(f, in_axes, out_axes)`: `f` mapped over the batch axis of its arguments.
+///
+/// # Axis specs
+/// An [`AxisSpec`] says where each argument leaf (or output leaf) is mapped:
+/// * `0`, `-1`, ... (any `i32`): that axis of every leaf (negative counts from the end);
+/// * `None` ([`AxisSpec::NONE`]): unbatched — the same value for every batch element;
+/// * a tuple `(0, None, 1)` of specs: one per top-level argument of a tuple (each a whole-element
+///   spec, or a per-leaf spec of that element);
+/// * [`AxisSpec::leaves`]: one `Option<i32>` per leaf, in leaf order;
+/// * [`AxisSpec::tree`]: a value *of the argument's own type* whose leaves are [`axis`] / [`unmapped`]
+///   markers — for a `#[derive(Tree)]` struct, "the same struct of axes":
+///
+/// ```
+/// use kiln::prelude::*;
+/// use kiln::{axis, unmapped, AxisSpec};
+/// #[derive(Tree, Clone)]
+/// struct Params { w: Tensor, b: Tensor }
+/// let p = Params { w: Tensor::from_vec(&[2, 3], vec![1.0f32, 2., 3., 4., 5., 6.]), b: Tensor::scalar(1.0f32) };
+/// // w mapped along axis 0, b shared: one struct of axes ...
+/// let spec = AxisSpec::tree(&Params { w: axis(0), b: unmapped() });
+/// let f = vmap(|(p,): (Params,)| p.w.sum(All) + &p.b, (spec,), 0);
+/// assert_eq!(f((p.clone(),)).to_vec::<f32>(), vec![7.0, 16.0]); // 1+2+3+1, 4+5+6+1
+/// // ... or one value for every field (here both mapped along axis 0 would need b batched too).
+/// # let _ = p;
+/// ```
+///
+/// Arguments are tuples, `Vec`s or one tensor (as for `grad`'s `argnums`); wrap a single struct
+/// argument in a 1-tuple. Outputs may be any pytree; their spec is one axis for all, per leaf, or a
+/// tuple with one whole-element spec per output leaf.
+///
+/// # Errors
+/// Recorded in the enclosing trace (so `kiln::trace` returns `Err`), or a panic in eager mode: mapped
+/// axes of different sizes (naming every mapped argument leaf, its type, axis and size), an axis out
+/// of range, a spec that does not fit the arguments, no mapped argument without an `axis_size`, and
+/// `out_axes = None` for an output that depends on the batch.
 ///
 /// ```
 /// use kiln::prelude::*;

@@ -30,7 +30,7 @@ pub struct JitOptions {
     /// The reverse-mode `scan` checkpoint policy applied while tracing (see [`crate::with_checkpoint`]);
     /// `None` uses the policy in effect on the calling thread, which then becomes part of the key.
     pub checkpoint: Option<Checkpoint>,
-    /// Run the equality-saturation simplifier ([`kiln_transform::simplify`]) before the backend, and
+    /// Run the equality-saturation simplifier ([`kiln_transform::simplify()`]) before the backend, and
     /// let the backend form multi-output kernels ([`CompileOptions::multi_output`]), after moving
     /// loop-invariant work out of scans ([`kiln_transform::hoist_scan_invariants`]). Its default
     /// rules are IEEE-exact, so the program's values are unchanged (bit for bit in the reference
