@@ -589,7 +589,7 @@ pub(crate) fn assign(f: &Function) -> Vec<Role> {
                         inherited
                             || ue.inputs.iter().enumerate().any(|(k, v)| *v == out && scatters(f, ue, k))
                     });
-                if inline && !(repeated[i] && costly(&e.prim)) && !(scattered[i] && !scattered_ok(f, e)) {
+                if inline && !(repeated[i] && costly(&e.prim)) && (!scattered[i] || scattered_ok(f, e)) {
                     copied[i] = users.len() > 1 || users.iter().any(|&u| copied[u]);
                     evals[i] = count;
                     Role::Inline

@@ -41,7 +41,7 @@ pub(super) fn dot_lanes(f: &Function, e: &Eqn) -> Option<(usize, usize)> {
         return None;
     };
     let last_free = |v: Var, c: &[usize], b: &[usize]| {
-        (0..f.var_type(v).rank()).filter(|d| !c.contains(d) && !b.contains(d)).last()
+        (0..f.var_type(v).rank()).filter(|d| !c.contains(d) && !b.contains(d)).next_back()
     };
     match last_free(e.inputs[1], rhs_contracting, rhs_batch) {
         Some(d) => Some((1, d)),

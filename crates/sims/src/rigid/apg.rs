@@ -140,7 +140,7 @@ pub fn episode_return(
     let Some(k) = truncation else {
         return segment_return(env, policy, state, zero, horizon).1;
     };
-    assert!(k > 0 && horizon % k == 0, "truncation {k} must divide the horizon {horizon}");
+    assert!(k > 0 && horizon.is_multiple_of(k), "truncation {k} must divide the horizon {horizon}");
     let opts = ScanOptions { length: Some(horizon / k), reverse: false };
     let ((_, total), ()) = scan_with(
         |(s, total): (State, Tensor), (): ()| {
