@@ -462,19 +462,20 @@ fn compile_at(
                         let (work, rows) = d.work();
                         d.set_chunks(cost::kernel_chunks(work, rows, thread_count, min_task));
                     }
+                    // A long lane with one integer key radix sorts in position ranges.
+                    Op::Sort(s) => {
+                        let (work, rows) = s.work();
+                        s.set_chunks(cost::kernel_chunks(work, rows, thread_count, min_task));
+                    }
                     // A scan whose rows evolve independently splits them for the whole loop;
                     // other control steps split inside their bodies.
                     Op::Control(c) => {
                         c.plan_split(thread_count, min_task);
                         scratch_bytes = c.scratch_bytes();
                     }
-                    // Not split here (sort, scatter and cumulative scans are sequential by their
+                    // Not split here (scatter and cumulative scans are sequential by their
                     // semantics here).
-                    Op::Kernel { .. }
-                    | Op::SegmentKernel { .. }
-                    | Op::Cumulative(_)
-                    | Op::Sort(_)
-                    | Op::Scatter(_) => {}
+                    Op::Kernel { .. } | Op::SegmentKernel { .. } | Op::Cumulative(_) | Op::Scatter(_) => {}
                 }
                 if let Some(t) = &mut text {
                     let note = match &op {
@@ -495,6 +496,9 @@ fn compile_at(
                             format!("runs {}; {}", c.trips(), subs.join("; "))
                         }
                         Op::Dot(d) => d.describe(),
+                        Op::Sort(s) if s.chunks() > 1 => {
+                            format!("radix sort, positions in {} ranges", s.chunks())
+                        }
                         _ => String::new(),
                     };
                     t.runtime(f, step, i, &note);

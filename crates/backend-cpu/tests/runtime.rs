@@ -313,6 +313,14 @@ fn integer_keys_radix_sort_as_the_interpreters_stable_sort() {
         for (g, w) in got.iter().zip(&want) {
             assert!(g.bitwise_eq(w), "sort of {} keys along {dimension}: {g:?} against {w:?}", keys.ty());
         }
+        // Lanes of 2^16 positions and more split into ranges over threads (every split forced
+        // here): the same bits for 2, 3 and 16 ranges.
+        for threads in [2, 3, 16] {
+            let split = compile_with(&f, &opts(threads, Some(0))).unwrap().run(&args).unwrap();
+            for (g, w) in split.iter().zip(&want) {
+                assert!(g.bitwise_eq(w), "{threads} threads, {} keys along {dimension}", keys.ty());
+            }
+        }
         got
     };
     // The positions payload (argsort's iota) is written from the sort's words; an int payload that
@@ -336,6 +344,13 @@ fn integer_keys_radix_sort_as_the_interpreters_stable_sort() {
     let payload = f32s(&[3000], 7).to_vec::<f32>().unwrap();
     sort(&Array::from_vec(&[3, 1000], keys.clone()), &Array::from_vec(&[3, 1000], payload.clone()), 1);
     sort(&Array::from_vec(&[1000, 3], keys.clone()), &Array::from_vec(&[1000, 3], payload.clone()), 0);
+    // Long lanes (split over threads): 70000 positions, one with an outer and an inner stride.
+    let long = |n: usize| -> Vec<i32> { (0..n).map(|i| (hash(i, 5) % 20_000) as i32 - 10_000).collect() };
+    let big = Array::from_vec(&[70_000], long(70_000));
+    sort(&big, &Array::from_vec(&[70_000], (0..70_000).collect::<Vec<i32>>()), 0);
+    sort(&big, &Array::from_vec(&[70_000], f32s(&[70_000], 3).to_vec::<f32>().unwrap()), 0);
+    let wide = Array::from_vec(&[2, 70_000, 2], long(280_000));
+    sort(&wide, &Array::from_vec(&[2, 70_000, 2], f32s(&[280_000], 4).to_vec::<f32>().unwrap()), 1);
     // Lanes with both an outer and an inner stride: [2, 500, 3] along its middle axis.
     sort(&Array::from_vec(&[2, 500, 3], keys), &Array::from_vec(&[2, 500, 3], payload), 1);
 }

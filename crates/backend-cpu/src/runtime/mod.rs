@@ -96,7 +96,8 @@ impl Op {
             Op::SegmentSum(p) => p.chunks() > 1,
             Op::Control(c) => c.parallel(),
             Op::Dot(d) => d.chunks() > 1,
-            Op::Cumulative(_) | Op::Sort(_) | Op::Scatter(_) => false,
+            Op::Sort(s) => s.chunks() > 1,
+            Op::Cumulative(_) | Op::Scatter(_) => false,
         }
     }
 }
@@ -522,7 +523,12 @@ impl Executable {
                 }
                 // SAFETY (three arms): as above; outputs are fresh arena buffers, never an input's.
                 Op::Sort(s) => unsafe {
-                    s.run(&|j| ptr(&step.inputs[j]).cast_const(), &|j| ptr(&step.outputs[j]), scratch)
+                    s.run(
+                        &|j| ptr(&step.inputs[j]).cast_const(),
+                        &|j| ptr(&step.outputs[j]),
+                        scratch,
+                        &self.threads,
+                    )
                 },
                 Op::Scatter(s) => unsafe {
                     let p = |k: usize| ptr(&step.inputs[k]).cast_const();

@@ -2,7 +2,11 @@
 //! `num_keys` operands, the permutation applied to all operands. Keys are the interpreter's `sort_key`
 //! (order-preserving u64s: NaN last, `-0.0` canonicalized to `0.0`), so the (unique, stable) result is
 //! bitwise the interpreter's.
+//!
+//! Lanes with one int or bool key are radix sorted ([`radix_sort`]), long ones split into position
+//! ranges over threads; others by a comparison sort with ties broken by position.
 
+use super::parallel::Threads;
 use crate::CompileError;
 use kiln_ir::{DType, TensorType};
 
@@ -43,7 +47,20 @@ pub(crate) struct SortPlan {
     outer: usize,
     n: usize,
     inner: usize,
+    /// Position ranges a radix-sorted lane is split into over threads (1: serial).
+    chunks: usize,
 }
+
+/// The most ranges a lane's radix sort is split into (their counters live in scratch).
+const MAX_RADIX_CHUNKS: usize = 16;
+/// Lanes shorter than this radix sort on one thread: the split's per-range counters and offsets
+/// would cost more than they save.
+const PARALLEL_RADIX_MIN: usize = 1 << 16;
+/// Work units (~0.22 ns, `cost::MIN_TASK_UNITS`) per element of a radix-sorted lane: the key pass,
+/// two or three counted scatter passes and the output writes.
+const RADIX_UNITS_PER_ELEMENT: u64 = 40;
+/// Counters per range: the largest digit's buckets.
+const RADIX_BUCKETS: usize = 2048;
 
 impl SortPlan {
     /// `ins`: the operands (equal shapes).
@@ -69,12 +86,43 @@ impl SortPlan {
             outer: d[..dimension].iter().product(),
             n: d[dimension],
             inner: d[dimension + 1..].iter().product(),
+            chunks: 1,
         })
     }
 
-    /// Bytes of scratch [`SortPlan::run`] needs: one lane of keys per key operand, and a permutation.
+    /// (work units, positions) of one lane's radix sort, for the thread split
+    /// ([`crate::cost::kernel_chunks`]); lanes that do not split report no work.
+    pub(crate) fn work(&self) -> (u64, i64) {
+        match self.radix_parallel() {
+            true => (self.n as u64 * RADIX_UNITS_PER_ELEMENT, self.n as i64),
+            false => (0, 1),
+        }
+    }
+
+    /// Splits each radix-sorted lane into `chunks` position ranges over threads (at most
+    /// [`MAX_RADIX_CHUNKS`]); other sorts stay serial.
+    pub(crate) fn set_chunks(&mut self, chunks: usize) {
+        self.chunks = if self.radix_parallel() { chunks.clamp(1, MAX_RADIX_CHUNKS) } else { 1 };
+    }
+
+    /// Position ranges per radix-sorted lane (1: serial).
+    pub(crate) fn chunks(&self) -> usize {
+        self.chunks
+    }
+
+    /// Whether lanes radix sort and are long enough to split over threads.
+    fn radix_parallel(&self) -> bool {
+        self.radix_sortable() && self.n >= PARALLEL_RADIX_MIN
+    }
+
+    /// Bytes of scratch [`SortPlan::run`] needs: one lane of keys per key operand, a permutation,
+    /// and for a lane that may split, the ranges' counters and key masks.
     pub(crate) fn scratch_bytes(&self) -> usize {
-        (self.num_keys * self.n * 8).next_multiple_of(64) + self.n * 8
+        let split = match self.radix_parallel() {
+            true => MAX_RADIX_CHUNKS * (RADIX_BUCKETS * 4 + 16),
+            false => 0,
+        };
+        (self.num_keys * self.n * 8).next_multiple_of(64) + self.n * 8 + split
     }
 
     /// Sorts without allocating: keys and the permutation live in `scratch`.
@@ -87,6 +135,7 @@ impl SortPlan {
         input: &dyn Fn(usize) -> *const u8,
         output: &dyn Fn(usize) -> *mut u8,
         scratch: *mut u8,
+        threads: &Threads,
     ) {
         let (n, inner) = (self.n, self.inner);
         if n == 0 {
@@ -110,29 +159,14 @@ impl SortPlan {
                 let lane_key =
                     |j: usize, k: usize| unsafe { key(self.dtypes[j], input(j), base + k * inner) };
                 if self.radix_sortable() {
-                    const { assert!(size_of::<usize>() == size_of::<u64>()) };
-                    // SAFETY: `perm` is `n` 8-byte slots, aligned for usize, so for u64 too.
-                    let spare = unsafe { std::slice::from_raw_parts_mut(perm.as_mut_ptr().cast::<u64>(), n) };
-                    // The key operand's pointer fetched once, not through `input` per element.
-                    let (p, dt) = (input(0), self.dtypes[0]);
-                    // SAFETY: as `lane_key`.
-                    let sorted =
-                        radix_sort_lane(&mut keys[..n], spare, |k| unsafe { key(dt, p, base + k * inner) });
-                    // SAFETY: as below; the words hold every key, and every position, in order.
+                    // SAFETY: `keys` and `perm` are `n` 8-byte slots each (u64 and usize share a
+                    // layout here), the split's counters and masks follow `perm` when it may split.
                     unsafe {
-                        self.write_sorted_keys(base, sorted, output(0));
-                        // `argsort`'s payload, the positions themselves, is written from the words
-                        // in order too (a gather through the permutation is a random read each).
-                        let positions =
-                            |j: usize| j > 0 && self.write_positions_if_iota(j, base, sorted, input, output);
-                        self.permute_lane(
-                            &|j| j == 0 || positions(j),
-                            base,
-                            |k| (sorted[k] & u64::from(u32::MAX)) as usize,
-                            input,
-                            output,
-                        )
-                    };
+                        const { assert!(size_of::<usize>() == size_of::<u64>()) };
+                        let split = scratch.add((self.num_keys * n * 8).next_multiple_of(64) + n * 8);
+                        let ptrs = Lane::new(self, base, input, output);
+                        self.radix_lane(&ptrs, keys.as_mut_ptr(), perm.as_mut_ptr().cast(), split, threads);
+                    }
                     continue;
                 }
                 for (j, lane) in keys.chunks_mut(n).enumerate() {
@@ -146,7 +180,11 @@ impl SortPlan {
                     keys.chunks(n).map(|k| k[a].cmp(&k[b])).find(|c| c.is_ne()).unwrap_or_else(|| a.cmp(&b))
                 });
                 // SAFETY: `perm` is a permutation of the lane's positions.
-                unsafe { self.permute_lane(&|_| false, base, |k| perm[k], input, output) };
+                unsafe {
+                    let lane = Lane::new(self, base, input, output);
+                    let perm: &[usize] = perm;
+                    lane.permute(0, n, &|_| false, &|k| perm[k]);
+                }
             }
         }
     }
@@ -159,143 +197,272 @@ impl SortPlan {
             && u32::try_from(self.n).is_ok()
     }
 
-    /// The radix sort's key operand, lane at `base`, from its sorted words: the high half is the
-    /// `key`, which is the value itself for u32 and bool and the value with its sign bit flipped for
-    /// i32 — written in order rather than gathered from the input.
+    /// Radix sorts the lane (operand 0 the key) in `a`/`b` (`n` words each), split into
+    /// `self.chunks` position ranges over `threads` (counters and masks in `split`, else on the
+    /// stack), then writes every operand's sorted lane: the key and an iota payload (argsort's
+    /// positions) from the sorted words in order, the other operands gathered through the
+    /// permutation.
     ///
     /// # Safety
-    /// As [`SortPlan::run`]; `dst` is operand 0's output, whose lanes hold `sorted.len()` elements.
-    unsafe fn write_sorted_keys(&self, base: usize, sorted: &[u64], dst: *mut u8) {
-        let inner = self.inner;
-        // SAFETY (each arm): position `base + k·inner` lies in the lane, in the output's size.
+    /// As [`SortPlan::run`]; `split` has the split's scratch when the plan may split.
+    unsafe fn radix_lane(&self, lane: &Lane, a: *mut u64, b: *mut u64, split: *mut u8, threads: &Threads) {
+        let (n, chunks) = (self.n, self.chunks);
+        let (mut counts, mut masks) = ([0u32; RADIX_BUCKETS], [0u64; 2]);
+        let (counts, masks) = match chunks {
+            1 => (counts.as_mut_ptr(), masks.as_mut_ptr()),
+            // SAFETY: the split's scratch holds both (see `scratch_bytes`).
+            _ => unsafe {
+                (split.cast::<u32>(), split.add(MAX_RADIX_CHUNKS * RADIX_BUCKETS * 4).cast::<u64>())
+            },
+        };
+        let (dt, p, at) = (self.dtypes[0], lane.input[0], lane.at());
+        // SAFETY: `at(k)` is inside operand 0 for k < n.
+        let key = move |k: usize| unsafe { key(dt, p as *const u8, at(k)) };
+        // SAFETY: per the contract.
+        let sorted = unsafe { radix_sort(a, b, n, &key, chunks, counts, masks, threads) } as usize;
+        // SAFETY (below): `sorted` holds the n sorted words; ranges write disjoint positions.
+        let word = move |k: usize| unsafe { *(sorted as *const u64).add(k) };
+        // SAFETY: the lane's buffers are the plan's, n < 2^32.
+        let iota = (1..self.dtypes.len())
+            .map(|j| unsafe { lane.is_iota(j) })
+            .collect::<smallvec::SmallVec<[bool; 4]>>();
+        let write = |lo: i64, hi: i64| {
+            let (lo, hi) = (lo as usize, hi as usize);
+            // SAFETY: positions `lo..hi` of the lane, disjoint from other ranges'; the words map
+            // positions into `0..n`.
+            unsafe {
+                lane.write_keys(lo, hi, &word);
+                for (j, _) in iota.iter().enumerate().filter(|(_, t)| **t) {
+                    lane.write_positions(j + 1, lo, hi, &word);
+                }
+                lane.permute(lo, hi, &|j| j == 0 || iota[j - 1], &|k| {
+                    (word(k) & u64::from(u32::MAX)) as usize
+                });
+            }
+        };
+        threads.for_rows(n as i64, chunks, &write);
+    }
+}
+
+/// One lane of every operand of a sort: where its elements are, as addresses (shareable across
+/// threads). Element `k` of operand `j`'s lane is at element offset `base + k·inner`.
+struct Lane {
+    dtypes: smallvec::SmallVec<[DType; 4]>,
+    input: smallvec::SmallVec<[usize; 4]>,
+    output: smallvec::SmallVec<[usize; 4]>,
+    base: usize,
+    inner: usize,
+    n: usize,
+}
+
+impl Lane {
+    fn new(
+        plan: &SortPlan,
+        base: usize,
+        input: &dyn Fn(usize) -> *const u8,
+        output: &dyn Fn(usize) -> *mut u8,
+    ) -> Lane {
+        let ops = 0..plan.dtypes.len();
+        Lane {
+            dtypes: plan.dtypes.iter().copied().collect(),
+            input: ops.clone().map(|j| input(j) as usize).collect(),
+            output: ops.map(|j| output(j) as usize).collect(),
+            base,
+            inner: plan.inner,
+            n: plan.n,
+        }
+    }
+
+    /// Element offset of lane position `k`.
+    fn at(&self) -> impl Fn(usize) -> usize + Copy + Send + Sync + use<> {
+        let (base, inner) = (self.base, self.inner);
+        move |k| base + k * inner
+    }
+
+    /// Whether operand `j`'s lane holds its own positions `0, 1, ..., n-1` as i32 or u32 (an iota
+    /// along the sorted dimension: `argsort`'s payload); a lane that is not one is usually told
+    /// apart at its first elements.
+    ///
+    /// # Safety
+    /// The lane's buffers are the plan's; n < 2^32 (radix sorted), so positions fit u32 and, below
+    /// 2^31, equal their i32 bits.
+    unsafe fn is_iota(&self, j: usize) -> bool {
+        let (src, at) = (self.input[j] as *const u32, self.at());
+        matches!(self.dtypes[j], DType::I32 | DType::U32)
+            // SAFETY: lane positions are inside the operand.
+            && (0..self.n).all(|k| unsafe { *src.add(at(k)) } as usize == k)
+    }
+
+    /// Positions `lo..hi` of the key operand's sorted lane from the sorted words: the high half is
+    /// the `key`, the value itself for u32 and bool, the value with its sign bit flipped for i32.
+    ///
+    /// # Safety
+    /// The lane's buffers are the plan's; `lo ≤ hi ≤ n`; `word(k)` is sorted word `k`.
+    unsafe fn write_keys(&self, lo: usize, hi: usize, word: &dyn Fn(usize) -> u64) {
+        let (dst, at) = (self.output[0] as *mut u8, self.at());
+        // SAFETY (each arm): lane positions are inside the output.
         match self.dtypes[0] {
             DType::I32 | DType::U32 => {
                 let flip = if self.dtypes[0] == DType::I32 { 1u32 << 31 } else { 0 };
-                for (k, w) in sorted.iter().enumerate() {
-                    unsafe { *dst.cast::<u32>().add(base + k * inner) = (w >> 32) as u32 ^ flip };
+                for k in lo..hi {
+                    unsafe { *dst.cast::<u32>().add(at(k)) = (word(k) >> 32) as u32 ^ flip };
                 }
             }
             DType::Bool => {
-                for (k, w) in sorted.iter().enumerate() {
-                    unsafe { *dst.add(base + k * inner) = (w >> 32) as u8 };
+                for k in lo..hi {
+                    unsafe { *dst.add(at(k)) = (word(k) >> 32) as u8 };
                 }
             }
             DType::F32 | DType::F64 => unreachable!("float keys are not radix sorted"),
         }
     }
 
-    /// When operand `j`'s lane at `base` holds its own positions `0, 1, ..., n-1` as i32 or u32 (an
-    /// iota along the sorted dimension: `argsort`'s payload), writes its sorted lane — the
-    /// positions in the words' low halves — and returns true. A lane that is not one is usually
-    /// told apart at its first elements.
+    /// Positions `lo..hi` of an iota operand `j`'s sorted lane: the words' low halves.
     ///
     /// # Safety
-    /// As [`SortPlan::run`]; `sorted` holds the lane's `n` sorted words.
-    unsafe fn write_positions_if_iota(
-        &self,
-        j: usize,
-        base: usize,
-        sorted: &[u64],
-        input: &dyn Fn(usize) -> *const u8,
-        output: &dyn Fn(usize) -> *mut u8,
-    ) -> bool {
-        if !matches!(self.dtypes[j], DType::I32 | DType::U32) {
-            return false;
+    /// As [`Lane::write_keys`], with operand `j` an i32 or u32 iota.
+    unsafe fn write_positions(&self, j: usize, lo: usize, hi: usize, word: &dyn Fn(usize) -> u64) {
+        let (dst, at) = (self.output[j] as *mut u32, self.at());
+        for k in lo..hi {
+            // SAFETY: lane positions are inside the output.
+            unsafe { *dst.add(at(k)) = word(k) as u32 };
         }
-        let (src, dst, inner) = (input(j).cast::<u32>(), output(j).cast::<u32>(), self.inner);
-        // SAFETY (both loops): lane positions `base + k·inner`, inside the operand's size; n < 2^32
-        // (radix sorted), so positions fit u32 and, below 2^31, equal their i32 bits.
-        if !(0..self.n).all(|k| unsafe { *src.add(base + k * inner) } as usize == k) {
-            return false;
-        }
-        for (k, w) in sorted.iter().enumerate() {
-            unsafe { *dst.add(base + k * inner) = *w as u32 };
-        }
-        true
     }
 
-    /// Writes the lanes at `base` of the operands not `done` in sorted order: output position `k`
-    /// takes input position `from(k)`.
+    /// Positions `lo..hi` of the sorted lanes of the operands not `done`: output position `k` takes
+    /// input position `from(k)`.
     ///
     /// # Safety
-    /// As [`SortPlan::run`]; `from` maps `0..n` into `0..n`.
-    unsafe fn permute_lane(
+    /// The lane's buffers are the plan's; `lo ≤ hi ≤ n`; `from` maps into `0..n`.
+    unsafe fn permute(
         &self,
+        lo: usize,
+        hi: usize,
         done: &dyn Fn(usize) -> bool,
-        base: usize,
-        from: impl Fn(usize) -> usize,
-        input: &dyn Fn(usize) -> *const u8,
-        output: &dyn Fn(usize) -> *mut u8,
+        from: &dyn Fn(usize) -> usize,
     ) {
-        /// `dst[base + k·inner] = src[base + from(k)·inner]` as `T`s (a typed copy: a byte copy of
-        /// run-time length would be a `memcpy` call per element).
+        /// `dst[at(k)] = src[at(from(k))]` as `T`s (a typed copy: a byte copy of run-time length
+        /// would be a `memcpy` call per element).
         ///
         /// # Safety
-        /// As `permute_lane`, for an operand of `T`-sized elements.
+        /// As `permute`, for an operand of `T`-sized elements.
         unsafe fn copy<T: Copy>(
-            src: *const u8,
-            dst: *mut u8,
-            n: usize,
-            base: usize,
-            inner: usize,
-            from: &impl Fn(usize) -> usize,
+            (src, dst): (usize, usize),
+            (lo, hi): (usize, usize),
+            at: impl Fn(usize) -> usize,
+            from: &dyn Fn(usize) -> usize,
         ) {
-            let (src, dst) = (src.cast::<T>(), dst.cast::<T>());
-            for k in 0..n {
+            let (src, dst) = (src as *const T, dst as *mut T);
+            for k in lo..hi {
                 // SAFETY: both positions lie inside the lane, inside the operand's size.
-                unsafe { *dst.add(base + k * inner) = *src.add(base + from(k) * inner) };
+                unsafe { *dst.add(at(k)) = *src.add(at(from(k))) };
             }
         }
-        let (n, inner) = (self.n, self.inner);
         for (j, &dt) in self.dtypes.iter().enumerate().filter(|&(j, _)| !done(j)) {
-            let (src, dst) = (input(j), output(j));
+            let (io, range, at) = ((self.input[j], self.output[j]), (lo, hi), self.at());
             // SAFETY: per the contract; buffers are aligned to their dtype.
             unsafe {
                 match dt {
-                    DType::F32 | DType::I32 | DType::U32 => copy::<u32>(src, dst, n, base, inner, &from),
-                    DType::F64 => copy::<u64>(src, dst, n, base, inner, &from),
-                    DType::Bool => copy::<u8>(src, dst, n, base, inner, &from),
+                    DType::F32 | DType::I32 | DType::U32 => copy::<u32>(io, range, at, from),
+                    DType::F64 => copy::<u64>(io, range, at, from),
+                    DType::Bool => copy::<u8>(io, range, at, from),
                 }
             }
         }
     }
 }
 
-/// A stable sort of one lane by a key below 2^32 (`key(k)` for position `k < n`, `n ≤ 2^32`):
-/// least-significant-digit radix sort of `key << 32 | k` on the key's digits of 11, 11 and 10 bits
-/// (2048 counters fit in L1), skipping digits that are equal in every element (keys below 2^22 take
-/// two passes). Returns the sorted words (in `a` or `b`, each `n` long): the same order as the
-/// comparison sort with ties by position, in O(n) per non-constant digit.
-fn radix_sort_lane<'a>(a: &'a mut [u64], b: &'a mut [u64], key: impl Fn(usize) -> u64) -> &'a [u64] {
+/// A stable sort of `n ≤ u32::MAX` positions by a key below 2^32 (`key(k)`): least-significant-digit
+/// radix sort of the words `key << 32 | k` on the key's digits of 11, 11 and 10 bits, skipping digits
+/// equal in every key (keys below 2^22 take two passes). Returns `a` or `b`, whichever holds the
+/// sorted words: the order of the comparison sort with ties by position.
+///
+/// The positions are cut into `chunks` ranges, each a task on `threads`: a range fills its words
+/// and key masks, then per digit counts its digits (`counts`, `RADIX_BUCKETS` per range) and
+/// scatters its words to offsets that put range `c`'s words of a bucket after ranges `< c`'s —
+/// so every pass, hence the result, is the same for any `chunks`.
+///
+/// # Safety
+/// `a`, `b` hold `n` words each; `counts` holds `chunks · RADIX_BUCKETS` u32s and `masks` `2·chunks`
+/// u64s; none is used by anyone else during the call; `key` reads only for `k < n`.
+#[allow(clippy::too_many_arguments)]
+unsafe fn radix_sort(
+    a: *mut u64,
+    b: *mut u64,
+    n: usize,
+    key: &(dyn Fn(usize) -> u64 + Sync),
+    chunks: usize,
+    counts: *mut u32,
+    masks: *mut u64,
+    threads: &Threads,
+) -> *mut u64 {
     const DIGITS: [(u32, usize); 3] = [(0, 2048), (11, 2048), (22, 1024)];
-    let n = a.len();
-    let mut counts = [[0usize; 2048]; 3];
-    for (k, w) in a.iter_mut().enumerate() {
-        let x = key(k);
-        *w = x << 32 | k as u64;
-        for (c, &(shift, size)) in counts.iter_mut().zip(&DIGITS) {
-            c[(x >> shift) as usize & (size - 1)] += 1;
+    let range = |c: usize| (n * c / chunks, n * (c + 1) / chunks);
+    let (counts, masks) = (counts as usize, masks as usize);
+    let for_ranges = |f: &(dyn Fn(usize) + Sync)| {
+        threads.for_rows(chunks as i64, chunks, &|lo, hi| (lo as usize..hi as usize).for_each(f))
+    };
+    // SAFETY (every task below): range `c` touches positions `range(c)` of the word arrays and its
+    // own counters and masks; the offsets give each word of a pass its own destination.
+    let (wa, wb) = (a as usize, b as usize);
+    for_ranges(&|c| {
+        let (lo, hi) = range(c);
+        let (mut or, mut and) = (0u64, u64::MAX);
+        for k in lo..hi {
+            let x = key(k);
+            unsafe { *(wa as *mut u64).add(k) = x << 32 | k as u64 };
+            (or, and) = (or | x, and & x);
         }
+        unsafe { *(masks as *mut u64).add(2 * c) = or };
+        unsafe { *(masks as *mut u64).add(2 * c + 1) = and };
+    });
+    let (mut or, mut and) = (0u64, u64::MAX);
+    for c in 0..chunks {
+        // SAFETY: written above.
+        unsafe {
+            (or, and) = (or | *(masks as *const u64).add(2 * c), and & *(masks as *const u64).add(2 * c + 1))
+        };
     }
-    let (mut src, mut dst) = (a, b);
-    for (c, &(shift, size)) in counts.iter().zip(&DIGITS) {
-        let c = &c[..size];
-        if c.contains(&n) {
-            continue; // every element has the same digit here: the pass would copy
+    let (mut src, mut dst) = (wa, wb);
+    for (shift, size) in DIGITS {
+        if ((or ^ and) >> shift) as usize & (size - 1) == 0 {
+            continue; // every key has the same digit here: the pass would copy
         }
-        let mut next = [0usize; 2048];
-        let mut sum = 0;
-        for (slot, &count) in next.iter_mut().zip(c) {
-            *slot = sum;
-            sum += count;
+        let digit = move |w: u64| (w >> (32 + shift)) as usize & (size - 1);
+        let mine = move |c: usize| (counts as *mut u32).wrapping_add(c * RADIX_BUCKETS);
+        for_ranges(&|c| {
+            let (lo, hi) = range(c);
+            let count = mine(c);
+            unsafe { std::ptr::write_bytes(count, 0, size) };
+            for k in lo..hi {
+                unsafe { *count.add(digit(*(src as *const u64).add(k))) += 1 };
+            }
+        });
+        // Offsets, bucket-major: bucket `d` of range `c` starts after every smaller bucket and after
+        // bucket `d` of the ranges before `c`. `n ≤ u32::MAX`, so they fit.
+        let mut start = 0u32;
+        for d in 0..size {
+            for c in 0..chunks {
+                // SAFETY: range `c`'s counters, counted above.
+                unsafe {
+                    let slot = mine(c).add(d);
+                    (*slot, start) = (start, start + *slot);
+                }
+            }
         }
-        let shift = 32 + shift;
-        for &w in src.iter() {
-            let digit = (w >> shift) as usize & (size - 1);
-            dst[next[digit]] = w;
-            next[digit] += 1;
-        }
+        for_ranges(&|c| {
+            let (lo, hi) = range(c);
+            let next = mine(c);
+            for k in lo..hi {
+                unsafe {
+                    let w = *(src as *const u64).add(k);
+                    let slot = next.add(digit(w));
+                    *(dst as *mut u64).add(*slot as usize) = w;
+                    *slot += 1;
+                }
+            }
+        });
         std::mem::swap(&mut src, &mut dst);
     }
-    src
+    src as *mut u64
 }
