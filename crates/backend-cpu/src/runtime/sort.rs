@@ -164,8 +164,8 @@ impl SortPlan {
                     unsafe {
                         const { assert!(size_of::<usize>() == size_of::<u64>()) };
                         let split = scratch.add((self.num_keys * n * 8).next_multiple_of(64) + n * 8);
-                        let ptrs = Lane::new(self, base, input, output);
-                        self.radix_lane(&ptrs, keys.as_mut_ptr(), perm.as_mut_ptr().cast(), split, threads);
+                        let lane = Lane::new(self, base, input, output);
+                        self.radix_lane(&lane, keys.as_mut_ptr(), perm.as_mut_ptr().cast(), split, threads);
                     }
                     continue;
                 }
@@ -189,7 +189,7 @@ impl SortPlan {
         }
     }
 
-    /// Whether lanes sort by [`radix_sort_lane`]: one key of at most 32 bits (ints and bools, whose
+    /// Whether lanes sort by [`radix_sort`]: one key of at most 32 bits (ints and bools, whose
     /// `key` is below 2^32), positions below 2^32.
     fn radix_sortable(&self) -> bool {
         self.num_keys == 1
