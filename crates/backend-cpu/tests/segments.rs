@@ -166,6 +166,58 @@ fn pads_and_outer_concatenates_are_bitwise() {
     assert!(got[0].bitwise_eq(&want[0]), "{f}\n jit  {:?}\n want {:?}", got[0], want[0]);
 }
 
+/// Pads along a short last axis that the scalar loop nest unrolls (the gradient of `x[:, k:k+1]`
+/// slices summed into a `[B, 4]` cotangent, W4's backward step): each column is known at compile
+/// time, so a pad off its operand is the pad value and on it reads the operand at a constant
+/// column. Edge, negative-low (cropping) and interior pads, a pad value computed from a parameter
+/// (-0.0 included, whose sum with +0.0 is +0.0): bitwise equal to the interpreter.
+#[test]
+fn pads_on_an_unrolled_last_axis_are_bitwise() {
+    let rows = 37;
+    let mut f = Function::new();
+    let cols = f.add_param(TensorType::new(DType::F32, Shape::new(&[rows, 1])));
+    let wide = f.add_param(TensorType::new(DType::F32, Shape::new(&[rows, 6])));
+    let p = f.add_param(TensorType::new(DType::F32, Shape::new(&[])));
+    let pv = push(&mut f, Prim::Unary(UnaryOp::Neg), &[p]);
+    let sq = push(&mut f, Prim::Binary(BinaryOp::Mul), &[cols, cols]);
+    let mut acc = None;
+    let mut add = |f: &mut Function, x: Var| {
+        acc = Some(match acc {
+            None => x,
+            Some(a) => push(f, Prim::Binary(BinaryOp::Add), &[a, x]),
+        });
+    };
+    // One column at each position, computed from `cols`.
+    for k in 0..4i64 {
+        let pad = Prim::Pad { low: vec![0, k], high: vec![0, 3 - k], interior: vec![0, 0] };
+        let x = push(&mut f, pad, &[sq, pv]);
+        add(&mut f, x);
+    }
+    // Columns 1..3 of `wide` cropped into place (negative low and high).
+    let crop = Prim::Pad { low: vec![0, -1], high: vec![0, -1], interior: vec![0, 0] };
+    let x = push(&mut f, crop, &[wide, pv]);
+    add(&mut f, x);
+    // Two columns of `wide` (a strided slice) at columns 1 and 3 with interior padding.
+    let two =
+        push(&mut f, Prim::Slice { start: vec![0, 0], limit: vec![rows, 6], strides: vec![1, 3] }, &[wide]);
+    let spread = Prim::Pad { low: vec![0, 1], high: vec![0, 0], interior: vec![0, 1] };
+    let x = push(&mut f, spread, &[two, pv]);
+    add(&mut f, x);
+    f.outputs.push(acc.unwrap());
+    let mut w = f32s(rows * 6, 5);
+    w[0] = -0.0;
+    w[8] = f32::NAN;
+    for p in [1.5f32, 0.0, -0.0] {
+        let args = [
+            Array::from_vec(&[rows, 1], f32s(rows, 4)),
+            Array::from_vec(&[rows, 6], w.clone()),
+            Array::from_vec(&[], vec![p]),
+        ];
+        let (got, want) = both(&f, &args);
+        assert!(got[0].bitwise_eq(&want[0]), "pad value {p}: {f}\n jit  {:?}\n want {:?}", got[0], want[0]);
+    }
+}
+
 /// The scalar path's per-element transcendentals give the tile functions' bits: `f(rev(x))` (rev
 /// keeps the kernel scalar) against vmath's tile on `rev(x)`, for 2¹⁵ random bit patterns (NaN,
 /// inf, subnormals included) and a sweep over [-100, 100] and large trig arguments.

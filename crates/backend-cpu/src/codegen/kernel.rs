@@ -995,9 +995,29 @@ impl<'a, 'b> Emitter<'a, 'b> {
         if in_dims.contains(&0) {
             return Ok(pv);
         }
-        let mut valid = self.b.ins().iconst(types::I8, 1);
+        // A constant index (an unrolled small axis, as in the gradient's `pad`s of `x[:, k:k+1]`
+        // slices summed into a `[B, 4]` cotangent) decides its axis at compile time: off the
+        // operand the result is the pad value, and the operand is never evaluated (with inlined
+        // operands a select would compute every part at every element, as for `concatenate`).
         let mut j = idx.to_vec();
+        let mut dynamic = Vec::new();
         for d in 0..idx.len() {
+            match self.known(idx[d]) {
+                Some(k) => {
+                    let (t, step) = (k - low[d], interior[d] as i64 + 1);
+                    if t < 0 || t % step != 0 || t / step >= in_dims[d] as i64 {
+                        return Ok(pv);
+                    }
+                    j[d] = self.iconst(t / step);
+                }
+                None => dynamic.push(d),
+            }
+        }
+        if dynamic.is_empty() {
+            return self.value(x, &j);
+        }
+        let mut valid = self.b.ins().iconst(types::I8, 1);
+        for d in dynamic {
             let t = self.b.ins().iadd_imm_s(idx[d], -low[d]);
             let step = interior[d] as i64 + 1;
             let q = if step == 1 {
