@@ -82,6 +82,10 @@ pub(crate) fn backend_compile(f: &Function, opts: &JitOptions) -> Result<Executa
     };
     let mut live = kiln_transform::dce(f);
     if opts.simplify {
+        // Loop constants that a product reads with strided lanes are transposed once, before the
+        // loop (exact; the transpose is one pass over what the loop reads at every step).
+        let (transposed, dot_transposes) = kiln_transform::transpose_scan_dot_constants(&live);
+        live = transposed;
         // Loop-invariant work moves out of scans, scan by scan where the backend estimates the
         // hoisted loop cheaper (`hoist_verdict`). Scatter-adds with loop-invariant indices may
         // first become segment sums over indices sorted once (exact); that form is kept only if
@@ -103,7 +107,8 @@ pub(crate) fn backend_compile(f: &Function, opts: &JitOptions) -> Result<Executa
         let (keep, mut verdict) = backend_verdict(&live, &simplified);
         verdict.push_str(&format!(
             "\nloop-invariant code motion (before the simplifier): {} equations out of {} scans ({} scans refused); \
-             {sorted_scatters} scatter-adds with loop-invariant indices made segment sums over sorted indices",
+             {sorted_scatters} scatter-adds with loop-invariant indices made segment sums over sorted indices; \
+             {dot_transposes} loop constants of products transposed before their loops",
             hoist.hoisted, hoist.scans, hoist.refused
         ));
         if let Some(dir) = &options.dump_dir {

@@ -14,7 +14,8 @@
 //! * [`dce`]: dead-code elimination.
 //! * [`hoist_scan_invariants`]: loop-invariant code motion out of `scan`; before it,
 //!   [`sort_scan_scatters`] turns scatter-adds with loop-invariant indices into segment sums over
-//!   indices sorted once.
+//!   indices sorted once, and [`transpose_scan_dot_constants`] gives loop constants read by a
+//!   product a layout whose lanes are contiguous.
 //! * [`simplify`](mod@simplify): equality-saturation simplification with egg (named IEEE-exact rules,
 //!   a DAG-cost extractor, bounded per-region runs).
 #![warn(missing_docs)]
@@ -24,11 +25,13 @@ pub mod batching;
 mod dce;
 mod licm;
 mod replay;
+mod scan_dot_layout;
 pub mod simplify;
 mod sorted_scatter;
 
 pub use dce::dce;
 pub use licm::{HoistReport, hoist_scan_invariants};
 pub use replay::{replay, trace_function};
+pub use scan_dot_layout::transpose_scan_dot_constants;
 pub use simplify::{RegionReport, SimplifyOptions, SimplifyReport, StopReason, simplify};
 pub use sorted_scatter::sort_scan_scatters;
