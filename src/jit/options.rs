@@ -63,7 +63,9 @@ impl JitOptions {
 }
 
 /// Compiles `f` for `opts`: dead equations are dropped first (`grad` leaves the unused forward pass
-/// that computed the loss value; JAX's DCE does the same), then, with `opts.simplify`, loop-invariant
+/// that computed the loss value; JAX's DCE does the same), then, with `opts.simplify`, loop constants
+/// that a product reads with strided lanes are transposed before their loops
+/// ([`kiln_transform::transpose_scan_dot_constants`]), loop-invariant
 /// equations move out of scans where the backend estimates it pays ([`hoist_verdict`]), after
 /// scatter-adds with loop-invariant indices became sorted segment sums
 /// ([`kiln_transform::sort_scan_scatters`]) where the backend estimates that no costlier, and the egg
