@@ -203,7 +203,21 @@ fn pads_on_an_unrolled_last_axis_are_bitwise() {
     let spread = Prim::Pad { low: vec![0, 1], high: vec![0, 0], interior: vec![0, 1] };
     let x = push(&mut f, spread, &[two, pv]);
     add(&mut f, x);
+    // Three columns of `wide` (stride 2) spread by interior padding and cropped by a negative low.
+    let three =
+        push(&mut f, Prim::Slice { start: vec![0, 1], limit: vec![rows, 6], strides: vec![1, 2] }, &[wide]);
+    let spread_crop = Prim::Pad { low: vec![0, -1], high: vec![0, 0], interior: vec![0, 1] };
+    let x = push(&mut f, spread_crop, &[three, pv]);
+    add(&mut f, x);
     f.outputs.push(acc.unwrap());
+    // A short rank-1 result padded on both sides (a second output of the same program).
+    let short =
+        push(&mut f, Prim::Slice { start: vec![0, 2], limit: vec![1, 4], strides: vec![1, 1] }, &[wide]);
+    let short = push(&mut f, Prim::Reshape { new_sizes: Shape::new(&[2]) }, &[short]);
+    let both_sides = Prim::Pad { low: vec![1], high: vec![1], interior: vec![0] };
+    let x = push(&mut f, both_sides, &[short, pv]);
+    let x = push(&mut f, Prim::Binary(BinaryOp::Mul), &[x, x]);
+    f.outputs.push(x);
     let mut w = f32s(rows * 6, 5);
     w[0] = -0.0;
     w[8] = f32::NAN;
@@ -214,7 +228,9 @@ fn pads_on_an_unrolled_last_axis_are_bitwise() {
             Array::from_vec(&[], vec![p]),
         ];
         let (got, want) = both(&f, &args);
-        assert!(got[0].bitwise_eq(&want[0]), "pad value {p}: {f}\n jit  {:?}\n want {:?}", got[0], want[0]);
+        for (g, w) in got.iter().zip(&want) {
+            assert!(g.bitwise_eq(w), "pad value {p}: {f}\n jit  {g:?}\n want {w:?}");
+        }
     }
 }
 

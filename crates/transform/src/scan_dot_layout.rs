@@ -10,14 +10,16 @@
 //!
 //! ```text
 //! scan(W, ..) { dot_general[contract (1),(0)](W, s) }
-//!   → Wt = transpose[1, 0](W); scan(Wt, W, ..) { dot_general[contract (0),(0)](Wt, s) }
+//!   → Wt = transpose[1, 0](W); scan(W, Wt, ..) { dot_general[contract (0),(0)](Wt, s) }
 //! ```
 //!
 //! Every result element multiplies the same pairs and sums them in the same order (the contracting
 //! axes are paired and ordered as before; moving the last free axis keeps the free axes' order, so
 //! the result's layout is unchanged), so the values are bit for bit the same. The transpose runs
-//! once per call, where the loop reads `W` once per step; scans of fewer than 2 steps are left
-//! alone.
+//! once per call, where the loop reads `W` once per step; scans of fewer than 2 steps, and
+//! operands whose axes after `a` all have size 1 (lanes already contiguous), are left alone. A
+//! product large enough for the backend's gemm step would not need the new layout (gemm takes any
+//! strides); there the copy costs at most one step's reading of `W`.
 
 use kiln_ir::{Eqn, Function, Prim, SrcLoc, Var};
 use std::collections::HashMap;
@@ -150,18 +152,20 @@ fn strided_constant_operand(body: &Function, e: &Eqn, nc: usize) -> Option<(usiz
         let rank = body.var_type(e.inputs[side]).rank();
         (0..rank).filter(|d| !batch.contains(d) && !contract.contains(d)).collect()
     };
-    let (rf, lf) = (free(1, rhs_batch, rhs_contracting), free(0, lhs_batch, lhs_contracting));
+    let (rhs_free, lhs_free) = (free(1, rhs_batch, rhs_contracting), free(0, lhs_batch, lhs_contracting));
     // The result is batch ++ lhs free ++ rhs free: its last axis is rhs's last free axis, or lhs's.
-    let (side, a) = match (rf.last(), lf.last()) {
+    let (side, a) = match (rhs_free.last(), lhs_free.last()) {
         (Some(&a), _) => (1, a),
         (None, Some(&a)) => (0, a),
         (None, None) => return None,
     };
     let x = e.inputs[side];
-    let rank = body.var_type(x).rank();
-    if a == rank - 1 || !body.params[..nc].contains(&x) {
+    let dims = body.var_type(x).shape.dims();
+    // Lanes along `a` are already contiguous when every later axis has size 1.
+    if dims[a + 1..].iter().all(|&n| n == 1) || !body.params[..nc].contains(&x) {
         return None;
     }
+    let rank = dims.len();
     let perm = (0..rank).filter(|&d| d != a).chain([a]).collect();
     Some((side, perm))
 }

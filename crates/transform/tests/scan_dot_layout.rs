@@ -113,6 +113,41 @@ fn batch_and_two_contracting_axes() {
     );
 }
 
+/// A rank-3 constant whose lane axis is its first (`perm = [1, 2, 0]`, not its own inverse)
+/// contracted along its other two axes, and one whose later axes have size 1 (left alone: the
+/// lanes are already contiguous).
+#[test]
+fn rank_three_constant_and_unit_trailing_axes() {
+    let g = check(
+        "{ lambda w:f32[4,3,5] c:f32[3,5] xs:f32[3,0] . let
+    d:f32[3,5] e:f32[3,4] = scan[length=3 reverse=false num_consts=1 num_carry=1 body={ lambda w:f32[4,3,5] c:f32[3,5] x:f32[0] . let
+        p:f32[4] = dot_general[lhs_contracting=(1, 2) rhs_contracting=(0, 1) lhs_batch=() rhs_batch=() preferred_element_type=none] w c
+        c2:f32[3,5] = tanh c
+      in (c2, p) }] w c xs
+  in (d, e) }",
+        1,
+    );
+    let perm = g.eqns.iter().find_map(|e| match &e.prim {
+        Prim::Transpose { permutation } => Some(permutation.clone()),
+        _ => None,
+    });
+    assert_eq!(perm, Some(vec![1, 2, 0]), "{g}");
+    for e in &body(&g).eqns {
+        if let Prim::DotGeneral { lhs_contracting, .. } = &e.prim {
+            assert_eq!(lhs_contracting, &[0, 1], "{g}");
+        }
+    }
+    check(
+        "{ lambda w:f32[4,1] c:f32[1] xs:f32[3,0] . let
+    d:f32[1] e:f32[3,4] = scan[length=3 reverse=false num_consts=1 num_carry=1 body={ lambda w:f32[4,1] c:f32[1] x:f32[0] . let
+        p:f32[4] = dot_general[lhs_contracting=(1,) rhs_contracting=(0,) lhs_batch=() rhs_batch=() preferred_element_type=none] w c
+        c2:f32[1] = tanh c
+      in (c2, p) }] w c xs
+  in (d, e) }",
+        0,
+    );
+}
+
 /// An inner scan's constant that is the outer scan's constant: the transpose lands in the outer
 /// body (where LICM can hoist it) and the values stay the same.
 #[test]
