@@ -134,7 +134,7 @@ pub(crate) fn backend_compile(f: &Function, opts: &JitOptions) -> Result<Executa
 fn backend_verdict(live: &Function, simplified: &Function) -> (bool, String) {
     match (kiln_backend_cpu::estimate(live), kiln_backend_cpu::estimate(simplified)) {
         (Ok(a), Ok(b)) => {
-            let keep = (b.bytes_moved, b.flops) <= (a.bytes_moved, a.flops);
+            let keep = cost(&b) <= cost(&a);
             let what = if keep { "simplified program kept" } else { "input kept (simplified costs more)" };
             let line = |r: &kiln_backend_cpu::CostReport| {
                 format!("{} kernels, {} bytes, {} flops", r.kernels, r.bytes_moved, r.flops)
@@ -146,11 +146,15 @@ fn backend_verdict(live: &Function, simplified: &Function) -> (bool, String) {
     }
 }
 
-/// Whether the backend estimates `a` to move no more bytes per call than `b`, or as many and no more
-/// flops (false if either does not plan).
+/// How every verdict here orders two estimates: bytes moved per call first, then flops.
+fn cost(r: &kiln_backend_cpu::CostReport) -> (u64, u64) {
+    (r.bytes_moved, r.flops)
+}
+
+/// Whether the backend estimates `a` no costlier than `b` ([`cost`]; false if either does not plan).
 fn no_costlier(a: &Function, b: &Function) -> bool {
     match (kiln_backend_cpu::estimate(a), kiln_backend_cpu::estimate(b)) {
-        (Ok(a), Ok(b)) => (a.bytes_moved, a.flops) <= (b.bytes_moved, b.flops),
+        (Ok(a), Ok(b)) => cost(&a) <= cost(&b),
         _ => false,
     }
 }
@@ -161,7 +165,7 @@ fn no_costlier(a: &Function, b: &Function) -> bool {
 /// recomputed, it may have been free (fused into its consumer).
 fn hoist_verdict(before: &Function, after: &Function) -> bool {
     match (kiln_backend_cpu::estimate(before), kiln_backend_cpu::estimate(after)) {
-        (Ok(a), Ok(b)) => (b.bytes_moved, b.flops) < (a.bytes_moved, a.flops),
+        (Ok(a), Ok(b)) => cost(&b) < cost(&a),
         _ => false,
     }
 }
