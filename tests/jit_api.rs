@@ -224,3 +224,33 @@ fn compiled_programs_are_send_and_sync() {
         std::thread::spawn(move || c.run(&[Array::from_vec(&[1], vec![0.0f32])]).unwrap()).join().unwrap();
     assert_eq!(out[0].to_vec::<f32>().unwrap(), vec![1.0]);
 }
+
+#[test]
+fn programs_too_large_to_allocate_are_errs_at_the_call() {
+    // Regression: the arena of a program whose intermediate was addressable but not allocatable
+    // (`segment_sum(ids, 1 << 40)`, 4 TiB) aborted the process at the first call. Now compiling it
+    // is an error naming the size and the call's line; so is a result of that size. 2^56 f32
+    // elements (256 PiB) exceed any x86-64 address space, whatever the overcommit policy.
+    let n = 1usize << 56;
+    let ids = Tensor::from_vec(&[2], vec![0i32, 1]);
+    let f = jit(|(d, ids): (Tensor, Tensor)| d.segment_sum(&ids, n).sum(All));
+    let (line, e) = (line!(), f.call(&(v32(&[1.0, 2.0]), ids.clone())).unwrap_err());
+    let (op, msg, at) = parts(&e);
+    assert_eq!((op.as_str(), at), ("jit", line));
+    assert!(
+        msg.contains("needs 256.0 PiB for its intermediates, more than this process can allocate"),
+        "{msg}"
+    );
+
+    let g = jit(|x: Tensor| x.broadcast_to(&[2, n]));
+    let (line, e) = (line!(), g.call(&Tensor::scalar(1.0f32)).unwrap_err());
+    let (_, msg, at) = parts(&e);
+    assert_eq!(at, line);
+    assert!(msg.contains("output 0: f32[2,72057594037927936] needs 512.0 PiB, more than"), "{msg}");
+
+    // The same programs at a size that fits run, with the right values.
+    let f = jit(|(d, ids): (Tensor, Tensor)| d.segment_sum(&ids, 3).sum(All));
+    assert_eq!(f.call(&(v32(&[1.0, 2.0]), ids)).unwrap().item::<f32>(), 3.0);
+    let g = jit(|x: Tensor| x.broadcast_to(&[2, 2]));
+    assert_eq!(g.call(&Tensor::scalar(1.5f32)).unwrap().to_vec::<f32>(), vec![1.5; 4]);
+}

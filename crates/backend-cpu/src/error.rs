@@ -20,6 +20,11 @@ pub enum CompileError {
     /// built it. Compiling it anyway could compute wrong numbers.
     #[error("the function is not valid IR:\n{0}")]
     Invalid(kiln_ir::VerifyErrors),
+    /// The compiled function would need more memory than this process can allocate: its
+    /// intermediates, or one of its results (checked once, at compile time, rather than aborting
+    /// the process at the first call).
+    #[error("{0}")]
+    OutOfMemory(String),
 }
 
 impl CompileError {

@@ -185,7 +185,8 @@ fn const_bytes(a: &Array) -> Aligned {
 ///
 /// # Errors
 /// [`CompileError::Invalid`] when `f` fails [`kiln_ir::verify`] (checked first: the backend trusts
-/// every declared type); [`CompileError::Unsupported`] for primitives without a lowering yet; never
+/// every declared type); [`CompileError::Unsupported`] for primitives without a lowering yet;
+/// [`CompileError::OutOfMemory`] when its intermediates or a result could not be allocated; never
 /// a wrong result.
 pub fn compile(f: &Function) -> Result<Executable, CompileError> {
     compile_with(f, &CompileOptions::default())
@@ -213,7 +214,7 @@ pub fn compile_with(f: &Function, options: &CompileOptions) -> Result<Executable
     kiln_ir::verify(f).map_err(CompileError::Invalid)?;
     let threads = Threads::new(options.threads);
     let folder = options.dump_dir.as_ref().map(|d| dump::new_folder(d, f));
-    compile_at(
+    let exe = compile_at(
         f,
         &threads,
         options.min_task_work,
@@ -222,7 +223,29 @@ pub fn compile_with(f: &Function, options: &CompileOptions) -> Result<Executable
         start,
         Codegen::Kernels,
         true,
-    )
+    )?;
+    check_memory(&exe)?;
+    Ok(exe)
+}
+
+/// Refuses an executable whose arena (intermediates, scratch, control-flow frames) or one of whose
+/// results cannot be allocated ([`kiln_ir::TensorType::check_allocatable`]): calling it would abort
+/// the process in the allocator.
+fn check_memory(exe: &Executable) -> Result<(), CompileError> {
+    // Results first: the arena also holds a spill slot per result (`runtime/donate.rs`).
+    for (k, ty) in exe.output_types.iter().enumerate() {
+        ty.check_allocatable()
+            .map_err(|m| CompileError::OutOfMemory(format!("the compiled function's output {k}: {m}")))?;
+    }
+    let arena = exe.arena_bytes;
+    if arena >= kiln_ir::ALLOCATION_PROBE_BYTES && !kiln_ir::can_allocate(arena) {
+        let size = kiln_ir::human_bytes(arena);
+        let message = format!(
+            "the compiled function needs {size} for its intermediates, more than this process can allocate"
+        );
+        return Err(CompileError::OutOfMemory(message));
+    }
+    Ok(())
 }
 
 /// The [`CostReport`] that [`compile`] would give for `f`, without generating code:

@@ -57,6 +57,15 @@ pub enum EvalError {
         /// Argument types given.
         got: Vec<TensorType>,
     },
+    /// A result too large to allocate ([`TensorType::check_allocatable`]), refused before any
+    /// allocation is tried, so the process does not abort.
+    #[error("{prim}: the result {message}")]
+    OutOfMemory {
+        /// The primitive's name.
+        prim: &'static str,
+        /// The result type and its size (the allocation check's message).
+        message: String,
+    },
 }
 
 fn fmt_types(ts: &[TensorType]) -> String {

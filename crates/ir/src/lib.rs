@@ -23,7 +23,7 @@ pub use error::{EvalError, TypeError};
 pub use function::{ConstDef, Eqn, Function, SrcLoc, Var};
 pub use interp::{erf_inv, eval, eval_prim, interpreter_calls};
 pub use prim::{ArgOp, BinaryOp, CompareOp, CumulativeOp, IndexMode, Prim, ReduceOp, ScatterOp, UnaryOp};
-pub use shape::{Shape, TensorType};
+pub use shape::{ALLOCATION_PROBE_BYTES, Shape, TensorType, can_allocate, human_bytes};
 pub use shape_rule::output_types;
 pub use text::{ParseError, parse};
 pub use value::{Array, Element};

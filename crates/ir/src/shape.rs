@@ -125,6 +125,31 @@ impl TensorType {
         Err(format!("{self} has too many elements: its size in bytes does not fit isize"))
     }
 
+    /// Bytes of an array of this type (`size × dtype size`); `usize::MAX` if that overflows (then
+    /// the type is not [`TensorType::addressable`]).
+    pub fn bytes(&self) -> usize {
+        let dims = self.shape.dims();
+        if dims.contains(&0) {
+            return 0;
+        }
+        dims.iter().try_fold(self.dtype.size_bytes(), |n, &d| n.checked_mul(d)).unwrap_or(usize::MAX)
+    }
+
+    /// Checks that an array of this type can be allocated now, so that a huge but addressable
+    /// result (`segment_sum(ids, 1 << 40)`) is an error naming it rather than the process aborting
+    /// in the allocator. Below [`ALLOCATION_PROBE_BYTES`] it is always `Ok` (a failure there is the
+    /// machine running out of memory, not a bad shape); above, [`can_allocate`] asks the allocator.
+    ///
+    /// # Errors
+    /// A message naming the type and its size when the allocator refuses it.
+    pub fn check_allocatable(&self) -> Result<(), String> {
+        let bytes = self.bytes();
+        if bytes < ALLOCATION_PROBE_BYTES || can_allocate(bytes) {
+            return Ok(());
+        }
+        Err(format!("{self} needs {}, more than this process can allocate", human_bytes(bytes)))
+    }
+
     /// A rank-0 type.
     pub fn scalar(dtype: DType) -> TensorType {
         TensorType { dtype, shape: Shape::scalar() }
@@ -153,4 +178,30 @@ impl fmt::Debug for TensorType {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fmt::Display::fmt(self, f)
     }
+}
+
+/// Sizes from which [`TensorType::check_allocatable`] asks the allocator (64 MiB): one probe costs
+/// a `malloc`/`free` pair (an `mmap`/`munmap`, nothing touched), next to filling that many bytes.
+pub const ALLOCATION_PROBE_BYTES: usize = 1 << 26;
+
+/// Whether `bytes` bytes can be allocated now: one fallible reservation, released at once (nothing
+/// is touched). Linux's default overcommit refuses sizes beyond RAM plus swap; any policy refuses
+/// sizes beyond the address space. A `true` is not a promise that a later allocation succeeds.
+pub fn can_allocate(bytes: usize) -> bool {
+    Vec::<u8>::new().try_reserve_exact(bytes).is_ok()
+}
+
+/// `bytes` for messages: `512 B`, `3.0 GiB`, `256.0 PiB`.
+pub fn human_bytes(bytes: usize) -> String {
+    const UNITS: [&str; 6] = ["KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
+    if bytes < 1024 {
+        return format!("{bytes} B");
+    }
+    let mut x = bytes as f64 / 1024.0;
+    let mut unit = 0;
+    while x >= 1024.0 && unit + 1 < UNITS.len() {
+        x /= 1024.0;
+        unit += 1;
+    }
+    format!("{x:.1} {}", UNITS[unit])
 }

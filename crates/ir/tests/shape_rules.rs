@@ -4,8 +4,8 @@
 
 use DType::{Bool, F32, F64, I32, U32};
 use kiln_ir::{
-    ArgOp, Array, BinaryOp, CompareOp, CumulativeOp, DType, Function, IndexMode, Prim, ReduceOp, ScatterOp,
-    Shape, TensorType, TypeError, UnaryOp, Var, output_types,
+    ArgOp, Array, BinaryOp, CompareOp, CumulativeOp, DType, EvalError, Function, IndexMode, Prim, ReduceOp,
+    ScatterOp, Shape, TensorType, TypeError, UnaryOp, Var, eval_prim, human_bytes, output_types,
 };
 
 fn t(dtype: DType, dims: &[usize]) -> TensorType {
@@ -1020,4 +1020,34 @@ fn no_panics_on_arbitrary_operands() {
         }
     }
     assert!(n > 0);
+}
+
+#[test]
+fn results_too_large_to_allocate_are_eval_errors_not_aborts() {
+    // Regression: `eval_prim` allocated whatever the shape rule allowed, so an addressable but huge
+    // result (here 2^56 f32 = 256 PiB, beyond any x86-64 address space) aborted the process.
+    let big = t(F32, &[1 << 56]);
+    assert_eq!(big.bytes(), 1 << 58);
+    assert!(big.check_addressable().is_ok());
+    let m = big.check_allocatable().unwrap_err();
+    assert_eq!(m, "f32[72057594037927936] needs 256.0 PiB, more than this process can allocate");
+    let prim = Prim::SegmentSum { num_segments: 1 << 56 };
+    let data = Array::from_vec(&[2], vec![1.0f32, 2.0]);
+    let ids = Array::from_vec(&[2], vec![0i32, 1]);
+    match eval_prim(&prim, &[&data, &ids]) {
+        Err(EvalError::OutOfMemory { prim: "segment_sum", message }) => assert_eq!(message, m),
+        other => panic!("expected an out-of-memory error, got {other:?}"),
+    }
+    // The same primitive at a size that fits computes (probe threshold: sizes below it never probe).
+    let out = eval_prim(&Prim::SegmentSum { num_segments: 3 }, &[&data, &ids]).unwrap();
+    assert!(out[0].bitwise_eq(&Array::from_vec(&[3], vec![1.0f32, 2.0, 0.0])));
+    assert!(t(F64, &[1 << 20]).check_allocatable().is_ok());
+    // Sizes in messages, and the byte count of empty and overflowing types.
+    let sizes =
+        [(0, "0 B"), (1023, "1023 B"), (1024, "1.0 KiB"), (3 << 29, "1.5 GiB"), (usize::MAX, "16.0 EiB")];
+    for (bytes, text) in sizes {
+        assert_eq!(human_bytes(bytes), text);
+    }
+    assert_eq!(t(F64, &[1 << 62, 0]).bytes(), 0);
+    assert_eq!(t(F64, &[1 << 62, 4]).bytes(), usize::MAX);
 }

@@ -78,7 +78,7 @@ impl Tensor {
     /// A concrete tensor of `shape` filled with `value`.
     #[track_caller]
     pub fn full<T: Element>(shape: &[usize], value: T) -> Tensor {
-        if let Some(e) = too_large("full", T::DTYPE, shape) {
+        if let Some(e) = unallocatable("full", T::DTYPE, shape) {
             return e;
         }
         Tensor::from_array(T::wrap(ArrayD::from_elem(IxDyn(shape), value)))
@@ -87,7 +87,7 @@ impl Tensor {
     /// Zeros (false) of the given dtype and shape.
     #[track_caller]
     pub fn zeros(dtype: DType, shape: &[usize]) -> Tensor {
-        if let Some(e) = too_large("zeros", dtype, shape) {
+        if let Some(e) = unallocatable("zeros", dtype, shape) {
             return e;
         }
         Tensor::from_array(Array::zeros(&TensorType::new(dtype, shape)))
@@ -253,5 +253,14 @@ impl From<f64> for Tensor {
 pub(crate) fn too_large(op: &str, dtype: DType, shape: &[usize]) -> Option<Tensor> {
     let Err(m) = TensorType::new(dtype, shape).check_addressable() else { return None };
     // Not in a closure: `#[track_caller]` must see the user's call site.
+    Some(crate::methods::fail1(op, &[], format!("the result {m}")))
+}
+
+/// [`too_large`] for constructors that allocate their result: also the error when it cannot be
+/// allocated ([`TensorType::check_allocatable`]) rather than the process aborting.
+#[track_caller]
+pub(crate) fn unallocatable(op: &str, dtype: DType, shape: &[usize]) -> Option<Tensor> {
+    let ty = TensorType::new(dtype, shape);
+    let Err(m) = ty.check_addressable().and_then(|()| ty.check_allocatable()) else { return None };
     Some(crate::methods::fail1(op, &[], format!("the result {m}")))
 }

@@ -228,3 +228,45 @@ fn sizes_past_isize_are_errors_naming_the_op_and_line() {
     let msg = err.unwrap_err().to_string();
     assert!(msg.contains("broadcast_in_dim") && msg.contains("too many elements"), "{msg}");
 }
+
+#[test]
+fn addressable_sizes_too_large_to_allocate_are_errors_naming_the_op_and_line() {
+    // Regression: a result whose byte size fits `isize` but not memory (`segment_sum(ids, 1 << 40)`,
+    // 4 TiB) aborted the process in the allocator ("memory allocation failed"), which no caller can
+    // catch. 2^56 f32 elements (256 PiB) exceed any x86-64 address space, so every overcommit
+    // policy refuses them; `2^60` f64 elements still fit `isize` (2^63 bytes would not).
+    let n = 1usize << 56;
+    let caught = |f: &dyn Fn() -> Tensor| {
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
+        let p = r.err().expect("a panic");
+        p.downcast_ref::<String>().cloned().unwrap_or_default()
+    };
+    let one = || Tensor::from_vec(&[1], vec![1f32]);
+    let cases: [(&str, &dyn Fn() -> Tensor); 9] = [
+        ("segment_sum", &|| one().segment_sum(&Tensor::from_vec(&[1], vec![0]), n)),
+        ("broadcast_in_dim", &|| Tensor::scalar(1f32).broadcast_to(&[n, 2])),
+        ("pad", &|| one().pad(&[(n, 0)], 0.0)),
+        ("iota", &|| kiln_trace::lax::iota(DType::F32, &[n], 0)),
+        ("zeros", &|| Tensor::zeros(DType::F32, &[n])),
+        ("full", &|| Tensor::full(&[2, n], 1.0f32)),
+        ("arange", &|| Tensor::arange(n, DType::F32)),
+        ("linspace", &|| Tensor::linspace(0.0, 1.0, n, DType::I32)),
+        ("eye", &|| Tensor::eye(1 << 28, DType::F32)),
+    ];
+    for (op, f) in cases {
+        let msg = caught(f);
+        assert!(
+            msg.contains(op)
+                && msg.contains(" PiB, more than this process can allocate")
+                && msg.contains("errors.rs"),
+            "{op}: {msg}"
+        );
+    }
+    // Traced, nothing is allocated: the program is recorded (its compilation is what refuses it).
+    let f = trace(|x: Tensor| x.broadcast_to(&[n]).sum(kiln_trace::methods::All), &Tensor::scalar(1f32));
+    assert!(f.is_ok());
+    // Sizes under the probe threshold are never refused, and the checked constructors still work.
+    assert_eq!(Tensor::linspace(0.0, 1.0, 3, DType::F32).to_vec::<f32>(), vec![0.0, 0.5, 1.0]);
+    assert_eq!(Tensor::eye(2, DType::I32).to_vec::<i32>(), vec![1, 0, 0, 1]);
+    assert_eq!(Tensor::arange(3, DType::U32).to_vec::<u32>(), vec![0, 1, 2]);
+}

@@ -19,7 +19,8 @@ use crate::{Array, EvalError, Function, Prim, Var, output_types};
 ///
 /// # Errors
 /// [`EvalError::Arguments`] when the arguments' count or types differ from the parameters'; a
-/// [`EvalError::Type`] if an equation is ill-typed (the function was not verified).
+/// [`EvalError::Type`] if an equation is ill-typed (the function was not verified);
+/// [`EvalError::OutOfMemory`] when a result is too large to allocate.
 pub fn eval(f: &Function, args: &[Array]) -> Result<Vec<Array>, EvalError> {
     let refs: Vec<&Array> = args.iter().collect();
     eval_refs(f, &refs)
@@ -62,11 +63,14 @@ pub fn interpreter_calls() -> u64 {
 /// Applies one primitive to host arrays.
 ///
 /// # Errors
-/// The shape rule's [`crate::TypeError`] when the operands do not fit.
+/// The shape rule's [`crate::TypeError`] when the operands do not fit; [`EvalError::OutOfMemory`]
+/// when a result is too large to allocate.
 pub fn eval_prim(prim: &Prim, args: &[&Array]) -> Result<Vec<Array>, EvalError> {
     PRIM_EVALS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let types: Vec<_> = args.iter().map(|a| a.ty()).collect();
-    output_types(prim, &types)?;
+    for ty in output_types(prim, &types)? {
+        ty.check_allocatable().map_err(|message| EvalError::OutOfMemory { prim: prim.name(), message })?;
+    }
     let one = |a: Array| Ok(vec![a]);
     match prim {
         Prim::Unary(op) => one(elementwise::unary(*op, args[0])),

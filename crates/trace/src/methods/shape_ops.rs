@@ -73,14 +73,16 @@ fn slice_along(x: &Tensor, axis: usize, lo: usize, hi: usize, stride: usize) -> 
     lax::slice(x, &start, &limit, &strides)
 }
 
-/// A concrete tensor of `dtype` and `shape` from `f64` values (converted as `convert_element_type`).
-fn from_f64s(shape: &[usize], vals: Vec<f64>, dtype: DType) -> Tensor {
+/// A concrete tensor of `dtype` and `shape` whose element `i` (row-major) is `value(i)` converted
+/// (as `convert_element_type`). Written straight in `dtype`: no f64 copy of the whole array is staged.
+fn from_f64s(shape: &[usize], value: impl Fn(usize) -> f64, dtype: DType) -> Tensor {
+    let n: usize = shape.iter().product();
     match dtype {
-        DType::F32 => Tensor::from_vec(shape, vals.into_iter().map(|v| v as f32).collect()),
-        DType::F64 => Tensor::from_vec(shape, vals),
-        DType::I32 => Tensor::from_vec(shape, vals.into_iter().map(|v| v as i32).collect()),
-        DType::U32 => Tensor::from_vec(shape, vals.into_iter().map(|v| v as u32).collect()),
-        DType::Bool => Tensor::from_vec(shape, vals.into_iter().map(|v| v != 0.0).collect()),
+        DType::F32 => Tensor::from_vec(shape, (0..n).map(|i| value(i) as f32).collect()),
+        DType::F64 => Tensor::from_vec(shape, (0..n).map(value).collect()),
+        DType::I32 => Tensor::from_vec(shape, (0..n).map(|i| value(i) as i32).collect()),
+        DType::U32 => Tensor::from_vec(shape, (0..n).map(|i| value(i) as u32).collect()),
+        DType::Bool => Tensor::from_vec(shape, (0..n).map(|i| value(i) != 0.0).collect()),
     }
 }
 
@@ -448,39 +450,36 @@ impl Tensor {
         }
         // Saturating: a count past usize stays unaddressable (and is refused) instead of wrapping.
         let n = ((stop - start) / step).ceil().max(0.0) as usize;
-        if let Some(e) = crate::tensor::too_large("arange", dtype, &[n]) {
+        if let Some(e) = crate::tensor::unallocatable("arange", dtype, &[n]) {
             return e;
         }
-        from_f64s(&[n], (0..n).map(|i| start + i as f64 * step).collect(), dtype)
+        from_f64s(&[n], |i| start + i as f64 * step, dtype)
     }
 
     /// `num` evenly spaced values from `start` to `stop` inclusive, concrete (`jnp.linspace`); the
     /// last value is exactly `stop`. `num = 1` gives `[start]`.
     #[track_caller]
     pub fn linspace(start: f64, stop: f64, num: usize, dtype: DType) -> Tensor {
-        if let Some(e) = crate::tensor::too_large("linspace", dtype, &[num]) {
+        if let Some(e) = crate::tensor::unallocatable("linspace", dtype, &[num]) {
             return e;
         }
-        let vals = (0..num)
-            .map(|i| {
-                if i + 1 == num && num > 1 {
-                    stop
-                } else {
-                    start + i as f64 * (stop - start) / (num.max(2) - 1) as f64
-                }
-            })
-            .collect();
-        from_f64s(&[num], vals, dtype)
+        let value = |i: usize| {
+            if i + 1 == num && num > 1 {
+                stop
+            } else {
+                start + i as f64 * (stop - start) / (num.max(2) - 1) as f64
+            }
+        };
+        from_f64s(&[num], value, dtype)
     }
 
     /// The `n × n` identity matrix, concrete (`jnp.eye(n)`).
     #[track_caller]
     pub fn eye(n: usize, dtype: DType) -> Tensor {
-        if let Some(e) = crate::tensor::too_large("eye", dtype, &[n, n]) {
+        if let Some(e) = crate::tensor::unallocatable("eye", dtype, &[n, n]) {
             return e;
         }
-        let vals = (0..n * n).map(|i| if i / n == i % n { 1.0 } else { 0.0 }).collect();
-        from_f64s(&[n, n], vals, dtype)
+        from_f64s(&[n, n], |i| if i / n == i % n { 1.0 } else { 0.0 }, dtype)
     }
 
     /// `0, 1, ...` along `dimension` of `shape`, constant along the others (`lax.broadcasted_iota`);
