@@ -83,3 +83,35 @@ fn jacobians_of_an_integer_input_are_errors_naming_it() {
     let j = jacfwd(|y: Tensor| &y * 2.0)(Tensor::from_vec(&[2], vec![1.0f32, 2.0]));
     assert_eq!(j.to_vec::<f32>(), vec![2.0, 0.0, 0.0, 2.0]);
 }
+
+#[test]
+fn transforms_numbering_more_positions_than_i32_holds_are_errors() {
+    // Regression: the gradients of `sort` (jvp and vjp) and `cummax`, and vmap of a
+    // `dynamic_update_slice` with batched starts, number positions with an i32 `iota`; on an axis
+    // longer than 2^31 its values wrapped and the gradient went to the wrong elements. The `iota`
+    // is now refused, reported as the transform's error at the user's line (traced on placeholders:
+    // nothing of that size is allocated). The vmap case then panicked in `Batched::elem_type`: the
+    // failed op's stand-in result was an `f32[]`; replays now stop at the first error.
+    let long = (1usize << 31) + 100;
+    let needles = ["iota", "cannot number the 2147483748 positions", "ad_errors.rs"];
+    let check = |err: kiln::Error| {
+        let msg = err.to_string();
+        assert!(needles.iter().all(|n| msg.contains(n)), "{msg}");
+    };
+    let loss = |y: Tensor| y.sort(0).slice_axis(0, Some(0), Some(1), 1).sum(All);
+    check(trace(|x: Tensor| grad(loss)(x), &f32s(&[long])).unwrap_err());
+    check(trace(|x: Tensor| jvp(loss, x.clone(), x).1, &f32s(&[long])).unwrap_err());
+    check(trace(|x: Tensor| grad(|y: Tensor| y.cummax(0, false).sum(All))(x), &f32s(&[long])).unwrap_err());
+    let dus = |(x, s): (Tensor, Tensor)| {
+        kiln::lax::dynamic_update_slice(&x, &Tensor::zeros(DType::F32, &[1]), &[s])
+    };
+    let starts = Tensor::placeholder(DType::I32, &[2]);
+    check(
+        trace(|(x, s): (Tensor, Tensor)| vmap(dus, 0, 0)((x, s)), &(f32s(&[2, long]), starts)).unwrap_err(),
+    );
+    // The same programs on a short axis give the right values: d/dx min(x) is 1 at the minimum.
+    let x = Tensor::from_vec(&[3], vec![2.0f32, -1.0, 5.0]);
+    assert_eq!(grad(loss)(x.clone()).to_vec::<f32>(), vec![0.0, 1.0, 0.0]);
+    // cummax([2, -1, 5]) = [2, 2, 5]: x0 feeds two outputs, x2 one.
+    assert_eq!(grad(|y: Tensor| y.cummax(0, false).sum(All))(x).to_vec::<f32>(), vec![2.0, 0.0, 1.0]);
+}

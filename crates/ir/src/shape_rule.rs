@@ -46,6 +46,9 @@ fn rule(r: Rule, prim: &Prim) -> Types {
             r.kind("iota dtype", *dtype, Kind::Numeric)?;
             r.check(shape.rank() >= 1, || "iota shape must have rank >= 1, got ()".to_string())?;
             r.dim_in_range("dimension", *dimension, shape.rank())?;
+            // A wrapped position (argsort, the sort and cummax gradients, scatter's winners) would
+            // be a silently wrong index.
+            r.positions_fit(*dtype, shape[*dimension], || format!("dimension {dimension}"))?;
             Ok(vec![TensorType { dtype: *dtype, shape: shape.clone() }])
         }
         Prim::BroadcastInDim { shape, broadcast_dimensions } => {
@@ -176,6 +179,18 @@ impl<'a> Rule<'a> {
 
     fn check(&self, ok: bool, message: impl FnOnce() -> String) -> Result<(), TypeError> {
         if ok { Ok(()) } else { Err(self.err(message())) }
+    }
+
+    /// Integer positions `0..n` (along `along`) fit `dtype`: at most 2^31 for i32, 2^32 for u32.
+    fn positions_fit(&self, dtype: DType, n: usize, along: impl FnOnce() -> String) -> Result<(), TypeError> {
+        let most = match dtype {
+            DType::I32 => 1usize << 31,
+            DType::U32 => 1usize << 32,
+            DType::F32 | DType::F64 | DType::Bool => return Ok(()),
+        };
+        self.check(n <= most, || {
+            format!("{dtype} values cannot number the {n} positions along {} (at most {most})", along())
+        })
     }
 
     /// Exactly `N` operands, destructured.
@@ -543,6 +558,7 @@ fn arg_reduce(r: &Rule, op: ArgOp, axis: usize, index_dtype: DType) -> Types {
     r.dim_in_range("axis", axis, x.rank())?;
     r.check(x.shape[axis] >= 1, || format!("axis {axis} of shape {} is empty", x.shape))?;
     r.index_dtype("index", index_dtype)?;
+    r.positions_fit(index_dtype, x.shape[axis], || format!("axis {axis}"))?;
     Ok(vec![with_shape(index_dtype, drop_dims(x.shape.dims(), &[axis]))])
 }
 

@@ -276,12 +276,29 @@ pub(crate) fn fail(op: &str, operands: &[&Tensor], message: String, n_out: usize
 /// error, so its function is never used) typed like the first operand.
 fn poisoned(id: TraceId, inputs: &[&Tensor], n_out: usize) -> Vec<Tensor> {
     let ty = inputs.first().map(|t| t.ty()).unwrap_or_else(|| TensorType::scalar(kiln_ir::DType::F32));
-    (0..n_out)
-        .map(|_| {
-            let v = with_frame(id, |fr| fr.func.new_var(ty.clone()));
-            Tensor::traced(id, v, ty.clone())
-        })
-        .collect()
+    (0..n_out).map(|_| stand_in_at(id, &ty)).collect()
+}
+
+fn stand_in_at(id: TraceId, ty: &TensorType) -> Tensor {
+    let v = with_frame(id, |fr| fr.func.new_var(ty.clone()));
+    Tensor::traced(id, v, ty.clone())
+}
+
+/// Whether the innermost trace already holds an error. Transforms replaying a function stop there:
+/// what the failed op returned is a stand-in ([`stand_in`]) whose type may not be the one its
+/// consumers expect, so replaying further could only fail again (or trip over the types).
+pub fn trace_failed() -> bool {
+    STACK.with(|s| s.borrow().last().is_some_and(|fr| fr.error.is_some()))
+}
+
+/// A fresh, undefined variable of type `ty` in the innermost trace: what a transform returns for
+/// a value it could not compute once [`trace_failed`] (the trace's function is never used). Outside
+/// a trace, a placeholder array of that type.
+pub fn stand_in(ty: &TensorType) -> Tensor {
+    match current_trace() {
+        Some(id) => stand_in_at(id, ty),
+        None => Tensor::placeholder(ty.dtype, ty.shape.dims()),
+    }
 }
 
 /// Reports an error found by a transform or API function (not by a primitive): recorded in the

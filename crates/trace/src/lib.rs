@@ -22,7 +22,9 @@ mod tensor;
 mod trace_fn;
 mod tree;
 
-pub use context::{at_location, is_tracing, propagate_error, report_error, with_api_location};
+pub use context::{
+    at_location, is_tracing, propagate_error, report_error, stand_in, trace_failed, with_api_location,
+};
 pub use control::{Branch, ScanOptions, cond, scan, scan_with, switch, while_loop, while_loop_bounded};
 pub use error::{Error, Result};
 pub use kiln_trace_derive::Tree;

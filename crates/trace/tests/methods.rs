@@ -508,6 +508,37 @@ fn negative_indices_wrap_exactly_on_axes_longer_than_i32_max() {
 }
 
 #[test]
+fn integer_positions_past_their_dtype_are_errors_not_wrapped_indices() {
+    // Regression: `argsort`, `argmax`/`argmin` and an integer `iota` on an axis longer than 2^31
+    // numbered its positions with wrapped i32 values (silently wrong indices). Each is now refused
+    // naming the op, the count and the caller's line; exactly 2^31 positions (0..=i32::MAX) still fit.
+    let long = (1usize << 31) + 100;
+    let needles = ["cannot number the 2147483748 positions along axis 0", "methods.rs"];
+    trace_err(|x: Tensor| x.argsort(0), &ph(&[long]), "argsort", &needles);
+    trace_err(|x: Tensor| x.argmax(0), &ph(&[long]), "argmax", &needles);
+    trace_err(|x: Tensor| x.argmin(0), &ph(&[long]), "argmin", &needles);
+    let needles = ["i32 values cannot number the 2147483748 positions along dimension 1", "methods.rs"];
+    trace_err(|_: Tensor| Tensor::iota(DType::I32, &[2, long], 1), &ph(&[1]), "iota", &needles);
+    // u32 positions go to 2^32, floats anywhere; the fitting sizes trace to the expected types.
+    let needles = ["u32 values cannot number the 4294967297 positions along dimension 0"];
+    trace_err(|_: Tensor| Tensor::iota(DType::U32, &[(1 << 32) + 1], 0), &ph(&[1]), "iota", &needles);
+    let fits: [(&str, &dyn Fn(Tensor) -> Tensor); 4] = [
+        ("argsort", &|x| x.argsort(0)),
+        ("argmax", &|x| x.argmax(0)),
+        ("i32 iota", &|_| Tensor::iota(DType::I32, &[1 << 31], 0)),
+        ("f32 iota", &|_| Tensor::iota(DType::F32, &[long], 0)),
+    ];
+    for (name, f) in fits {
+        let traced = trace(f, &ph(&[1 << 31])).unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(traced.function.outputs.len(), 1, "{name}");
+    }
+    // And small arrays still sort and pick as before.
+    let x = f32s(&[4], &[3.0, 1.0, 2.0, 1.0]);
+    assert_eq!(x.argsort(0).to_vec::<i32>(), vec![1, 3, 2, 0]);
+    assert_eq!(x.argmax(0).item::<i32>(), 0);
+}
+
+#[test]
 fn take_along_axis_sorts_and_broadcasts() {
     let x = f32s(&[2, 3], &[10.0, 30.0, 20.0, 60.0, 40.0, 50.0]);
     close(&x.take_along_axis(&x.argsort(1), 1), &[10.0, 20.0, 30.0, 40.0, 50.0, 60.0]);

@@ -209,6 +209,13 @@ impl Tensor {
     pub fn argsort(&self, axis: i32) -> Tensor {
         let shape = self.shape();
         let axis = check!(resolve_axis(axis.into(), &shape), "argsort", &[self]);
+        if shape[axis] > 1 << 31 {
+            let msg = format!(
+                "i32 indices cannot number the {} positions along axis {axis} (at most 2^31)",
+                shape[axis]
+            );
+            return fail1("argsort", &[self], msg);
+        }
         let positions = lax::iota(DType::I32, shape.dims(), axis);
         lax::sort(&[self.clone(), positions], axis, 1).remove(1)
     }

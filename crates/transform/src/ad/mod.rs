@@ -35,7 +35,7 @@ mod partition;
 mod scan;
 mod vjp_rules;
 
-use kiln_ir::{DType, Function, Prim, TensorType};
+use kiln_ir::{DType, Function, Prim, TensorType, Var};
 use kiln_trace::{Tensor, at_location, lax};
 
 pub use scan::{AUTO_STORE_ALL_BYTES, Checkpoint, checkpoint_policy, with_checkpoint};
@@ -81,6 +81,9 @@ pub fn jvp_replay(
         for ((v, o), to) in eqn.outputs.iter().zip(outs).zip(touts) {
             p[v.index()] = Some(o);
             t[v.index()] = to.filter(|_| is_differentiable(f.dtype(*v)));
+        }
+        if kiln_trace::trace_failed() {
+            return (stand_ins(f, &f.outputs), vec![None; f.outputs.len()]);
         }
     }
     let outs = f.outputs.iter().map(|v| p[v.index()].clone().expect("verified function")).collect();
@@ -179,6 +182,9 @@ pub(crate) fn vjp_replay_active(
         for (v, o) in eqn.outputs.iter().zip(outs) {
             p[v.index()] = Some(o);
         }
+        if kiln_trace::trace_failed() {
+            return (stand_ins(f, &f.outputs), vec![None; f.params.len()]);
+        }
     }
     // Backward.
     let mut ct: Vec<Option<Tensor>> = vec![None; n];
@@ -224,10 +230,20 @@ pub(crate) fn vjp_replay_active(
                 mask[v.index()] = merged;
             }
         }
+        if kiln_trace::trace_failed() {
+            return (stand_ins(f, &f.outputs), vec![None; f.params.len()]);
+        }
     }
     let outs = f.outputs.iter().map(|v| p[v.index()].clone().expect("verified function")).collect();
     let cts = f.params.iter().map(|v| ct[v.index()].clone().filter(|_| on[v.index()])).collect();
     (outs, cts)
+}
+
+/// Once the trace holds an error (a rule's op failed), what a replay returns for `vars`: fresh
+/// values of their declared types, since the failed op's stand-ins may have other types, which
+/// later rules and callers would trip over (the trace is discarded anyway).
+fn stand_ins(f: &Function, vars: &[Var]) -> Vec<Tensor> {
+    vars.iter().map(|v| kiln_trace::stand_in(f.var_type(*v))).collect()
 }
 
 /// `acc += c`, with `None` as zero.

@@ -123,6 +123,15 @@ pub fn batch_replay(f: &Function, args: &[Batched], axis_size: usize) -> Vec<Bat
         for (v, o) in eqn.outputs.iter().zip(outs) {
             env[v.index()] = Some(o);
         }
+        if kiln_trace::trace_failed() {
+            // The failed op's stand-ins need not have the types its consumers (and the caller)
+            // expect: unbatched stand-ins of the declared types instead (the trace is discarded).
+            return f
+                .outputs
+                .iter()
+                .map(|v| Batched::unbatched(kiln_trace::stand_in(f.var_type(*v))))
+                .collect();
+        }
     }
     f.outputs.iter().map(|v| env[v.index()].clone().expect("verified function")).collect()
 }
