@@ -8,7 +8,7 @@
 //! caller's line in eager mode.
 
 use kiln_ir::SrcLoc;
-use kiln_ir::{Function, TensorType};
+use kiln_ir::{DType, Function, TensorType};
 use kiln_trace::{Tensor, Tree, propagate_error, report_error, with_api_location};
 use kiln_transform::ad::{jvp_replay, vjp_replay};
 use std::ops::Range;
@@ -331,8 +331,8 @@ pub fn jacfwd(f: impl Fn(Tensor) -> Tensor + Clone) -> impl Fn(Tensor) -> Tensor
 }
 
 fn jacfwd_at(f: &(impl Fn(Tensor) -> Tensor + Clone), x: Tensor) -> Tensor {
-    if let Some(placeholder) = non_float_input("jacfwd", &x) {
-        return placeholder;
+    if let Some(stand_in) = non_float_input("jacfwd", f, &x) {
+        return stand_in;
     }
     {
         let n = x.size();
@@ -364,8 +364,8 @@ pub fn jacrev(f: impl Fn(Tensor) -> Tensor + Clone) -> impl Fn(Tensor) -> Tensor
 }
 
 fn jacrev_at(f: &(impl Fn(Tensor) -> Tensor + Clone), x: Tensor) -> Tensor {
-    if let Some(placeholder) = non_float_input("jacrev", &x) {
-        return placeholder;
+    if let Some(stand_in) = non_float_input("jacrev", f, &x) {
+        return stand_in;
     }
     {
         let (y, pull) = vjp(f.clone(), x.clone());
@@ -402,14 +402,17 @@ pub fn hessian(f: impl Fn(Tensor) -> Tensor + Clone + 'static) -> impl Fn(Tensor
 
 /// The error of a Jacobian of a non-float input (JAX: "jacfwd requires real-valued inputs (input
 /// dtype that is a sub-dtype of np.floating), but got int32"): reported (a panic in eager mode, the
-/// trace's `Err` inside one), with `x` returned as the trace's placeholder result. `None` for floats.
-fn non_float_input(op: &str, x: &Tensor) -> Option<Tensor> {
+/// trace's `Err` inside one), with f32 zeros of the Jacobian's shape (`f`'s output shape, from `f` of
+/// `x` as f32, then `x`'s shape) as the trace's stand-in result, so code after it sees the shape it
+/// expects. `None` for floats.
+fn non_float_input(op: &str, f: &impl Fn(Tensor) -> Tensor, x: &Tensor) -> Option<Tensor> {
     if x.dtype().is_float() {
         return None;
     }
     let msg = format!("differentiation requires a float input, got {}; convert it with astype", x.ty());
     report_error(op, &[x], msg);
-    Some(x.clone())
+    let out = f(x.astype(DType::F32)).shape();
+    Some(zeros(&TensorType::new(DType::F32, [out.dims(), x.shape().dims()].concat())))
 }
 
 /// The `j`-th standard basis vector of a type (one at flat index `j`).

@@ -71,6 +71,18 @@ fn jacobians_of_an_integer_input_are_errors_naming_it() {
     assert!(err.contains(&format!("ad_errors.rs:{line}:")), "{err}");
     let err = trace(|x: Tensor| jacrev(|y: Tensor| &y * 2)(x), &i32s).unwrap_err().to_string();
     assert!(err.contains("jacrev") && err.contains("i32[3]"), "{err}");
+    // Code after the failed Jacobian sees its shape, out ++ in (it saw `x`'s: [3], not [2, 3]).
+    let shapes = std::cell::RefCell::new(Vec::new());
+    let _ = trace(
+        |x: Tensor| {
+            let f = |y: Tensor| y.slice_axis(0, Some(0), Some(2), 1) * 2;
+            let (a, b) = (jacfwd(f)(x.clone()), jacrev(f)(x));
+            shapes.borrow_mut().extend([a.ty().to_string(), b.ty().to_string()]);
+            a + b
+        },
+        &i32s,
+    );
+    assert_eq!(*shapes.borrow(), ["f32[2,3]", "f32[2,3]"]);
     // A non-float output too (JAX's jacrev refuses it; its cotangents would be integer zeros).
     let err =
         trace(|x: Tensor| jacrev(|y: Tensor| y.astype(DType::I32))(x), &f32s(&[3])).unwrap_err().to_string();
