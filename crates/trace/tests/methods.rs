@@ -313,6 +313,10 @@ fn pad_tile_repeat() {
     let p = f32s(&[1, 2], &[1.0, 2.0]).pad(&[(0, 1), (1, 0)], 0.0);
     assert_eq!(dims(&p), vec![2, 3]);
     close(&p, &[0.0, 1.0, 2.0, 0.0, 0.0, 0.0]);
+    // The pad value takes the tensor's dtype (documented): truncated toward zero on integers.
+    let i = Tensor::from_vec(&[1], vec![5i32]);
+    assert_eq!(i.pad(&[(1, 1)], 2.7).to_vec::<i32>(), vec![2, 5, 2]);
+    assert_eq!(i.pad(&[(1, 0)], -2.7).to_vec::<i32>(), vec![-2, 5]);
     let v = f32s(&[2], &[1.0, 2.0]);
     close(&v.tile(&[2]), &[1.0, 2.0, 1.0, 2.0]);
     let t = v.tile(&[2, 1]);

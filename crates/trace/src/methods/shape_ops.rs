@@ -332,7 +332,9 @@ impl Tensor {
     }
 
     /// Pads with the constant `value` (`jnp.pad(x, pad_width, constant_values=value)`): one
-    /// `(before, after)` pair per axis, or a single pair used for every axis.
+    /// `(before, after)` pair per axis, or a single pair used for every axis. `value` takes the
+    /// tensor's dtype as `convert_element_type` does (kiln does not promote): on an integer tensor a
+    /// fraction is truncated toward zero (`2.7` pads with `2`), on bool anything non-zero is `true`.
     #[track_caller]
     pub fn pad(&self, pad_width: &[(usize, usize)], value: f64) -> Tensor {
         let rank = self.ndim();
