@@ -185,13 +185,18 @@ pub(crate) struct RowSplit {
 }
 
 impl Table {
-    /// A kernel step's table: its inputs, then its outputs.
-    fn of(step: &Step, ptr: &dyn Fn(&Loc) -> *mut u8) -> Table {
-        let mut table = Table([MaybeUninit::uninit(); MAX_KERNEL_OPERANDS]);
-        for (slot, l) in table.0.iter_mut().zip(step.inputs.iter().chain(&step.outputs)) {
+    /// An unfilled table. Built where it is used and filled there ([`Table::fill`]): returning a
+    /// filled one by value copied all 2 KiB (a `memmove` per kernel step, a third of W1's 64-point
+    /// scan step).
+    fn new() -> Table {
+        Table([MaybeUninit::uninit(); MAX_KERNEL_OPERANDS])
+    }
+
+    /// Writes a kernel step's pointers: its inputs, then its outputs.
+    fn fill(&mut self, step: &Step, ptr: &dyn Fn(&Loc) -> *mut u8) {
+        for (slot, l) in self.0.iter_mut().zip(step.inputs.iter().chain(&step.outputs)) {
             slot.write(ptr(l));
         }
-        table
     }
 
     /// A method, so closures capture the whole (`Sync`) table rather than its array field.
@@ -425,7 +430,8 @@ impl Executable {
         for (step, &uniform) in self.steps.iter().zip(split.uniform.iter()) {
             // `row_split` admits kernel steps only.
             let Op::Kernel { kernel, rows, .. } = &step.op else { continue };
-            let table = Table::of(step, &ptr);
+            let mut table = Table::new();
+            table.fill(step, &ptr);
             let (lo, hi) = if uniform { (0, *rows) } else { (lo, hi) };
             // SAFETY: as in `run_raw`, on one range; a uniform step writes this range's arena only.
             unsafe { self.kernels[*kernel](table.as_ptr(), lo, hi) };
@@ -448,7 +454,8 @@ impl Executable {
             let scratch = unsafe { arena.add(step.scratch) };
             match &step.op {
                 Op::Kernel { kernel, rows, chunks, .. } => {
-                    let table = Table::of(step, &ptr);
+                    let mut table = Table::new();
+                    table.fill(step, &ptr);
                     let kernel = self.kernels[*kernel];
                     let table = &table;
                     // SAFETY: the kernel reads its leaves and writes rows lo..hi of each of its outputs
@@ -461,7 +468,7 @@ impl Executable {
                 }
                 Op::SegmentKernel { kernel, rows, chunks, ids, out_bytes } => {
                     let flag = AtomicU8::new(0);
-                    let mut table = Table([MaybeUninit::uninit(); MAX_KERNEL_OPERANDS]);
+                    let mut table = Table::new();
                     let slots = step.inputs.iter().chain(&step.outputs).map(ptr).chain([flag.as_ptr()]);
                     for (slot, p) in table.0.iter_mut().zip(slots) {
                         slot.write(p);
