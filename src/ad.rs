@@ -337,15 +337,21 @@ fn jacfwd_at(f: &(impl Fn(Tensor) -> Tensor + Clone), x: Tensor) -> Tensor {
     {
         let n = x.size();
         let in_shape = x.shape();
+        let out_shape = f(x.clone()).shape();
+        let jacobian_zeros =
+            || zeros(&TensorType::new(x.dtype(), [out_shape.dims(), in_shape.dims()].concat()));
         let mut cols = Vec::with_capacity(n);
         for j in 0..n {
             let e = basis(&x.ty(), j);
             let (_, t) = jvp(f.clone(), x.clone(), e);
+            if kiln_trace::trace_failed() {
+                // The other n - j passes would fail alike; the trace is discarded.
+                return jacobian_zeros();
+            }
             cols.push(t);
         }
-        let out_shape = f(x.clone()).shape();
         if n == 0 {
-            return zeros(&TensorType::new(x.dtype(), [out_shape.dims(), in_shape.dims()].concat()));
+            return jacobian_zeros();
         }
         // cols[j] has the output shape; stack along a new last axis, then reshape to out ++ in.
         let stacked = Tensor::stack(&cols, -1);
@@ -378,16 +384,19 @@ fn jacrev_at(f: &(impl Fn(Tensor) -> Tensor + Clone), x: Tensor) -> Tensor {
             return zeros(&TensorType::new(x.dtype(), dims));
         }
         let m = y.size();
+        let dims = [y.shape().dims(), x.shape().dims()].concat();
         let mut rows = Vec::with_capacity(m);
         for i in 0..m {
             rows.push(pull(basis(&y.ty(), i)));
+            if kiln_trace::trace_failed() {
+                // As in `jacfwd`: stop at the first failed pass.
+                return zeros(&TensorType::new(x.dtype(), dims));
+            }
         }
-        let dims: Vec<i64> =
-            [y.shape().dims(), x.shape().dims()].concat().iter().map(|&d| d as i64).collect();
         if m == 0 {
-            return zeros(&TensorType::new(x.dtype(), dims.iter().map(|&d| d as usize).collect::<Vec<_>>()));
+            return zeros(&TensorType::new(x.dtype(), dims));
         }
-        Tensor::stack(&rows, 0).reshape(&dims)
+        Tensor::stack(&rows, 0).reshape(&dims.iter().map(|&d| d as i64).collect::<Vec<_>>())
     }
 }
 
@@ -404,7 +413,8 @@ pub fn hessian(f: impl Fn(Tensor) -> Tensor + Clone + 'static) -> impl Fn(Tensor
 /// dtype that is a sub-dtype of np.floating), but got int32"): reported (a panic in eager mode, the
 /// trace's `Err` inside one), with f32 zeros of the Jacobian's shape (`f`'s output shape, from `f` of
 /// `x` as f32, then `x`'s shape) as the trace's stand-in result, so code after it sees the shape it
-/// expects. `None` for floats.
+/// expects. That calls `f` once more, as the Jacobians themselves call it once besides their
+/// passes. `None` for floats.
 fn non_float_input(op: &str, f: &impl Fn(Tensor) -> Tensor, x: &Tensor) -> Option<Tensor> {
     if x.dtype().is_float() {
         return None;

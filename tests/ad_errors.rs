@@ -121,9 +121,32 @@ fn transforms_numbering_more_positions_than_i32_holds_are_errors() {
     check(
         trace(|(x, s): (Tensor, Tensor)| vmap(dus, 0, 0)((x, s)), &(f32s(&[2, long]), starts)).unwrap_err(),
     );
+    // Inside control flow the failing rule runs in a sub-function's trace (`trace_function`), which
+    // panicked with "a transform produced invalid IR"; the error now reaches the user's trace.
+    let in_scan = |y: Tensor| {
+        let (c, ()) = scan_with(
+            |c: Tensor, (): ()| (c.sort(0), ()),
+            y,
+            (),
+            ScanOptions { length: Some(2), reverse: false },
+        );
+        c.slice_axis(0, Some(0), Some(1), 1).sum(All)
+    };
+    check(trace(|x: Tensor| grad(in_scan)(x), &f32s(&[long])).unwrap_err());
+    check(trace(|x: Tensor| jvp(in_scan, x.clone(), x).1, &f32s(&[long])).unwrap_err());
+    let in_cond = |(x, s): (Tensor, Tensor)| {
+        let p = x.sum(All).gt(&Tensor::scalar(0.0f32));
+        cond(&p, |(x, s): (Tensor, Tensor)| dus((x, s)), |(x, _): (Tensor, Tensor)| x, (x, s))
+    };
+    let starts = Tensor::placeholder(DType::I32, &[2]);
+    check(
+        trace(|(x, s): (Tensor, Tensor)| vmap(in_cond, 0, 0)((x, s)), &(f32s(&[2, long]), starts))
+            .unwrap_err(),
+    );
     // The same programs on a short axis give the right values: d/dx min(x) is 1 at the minimum.
     let x = Tensor::from_vec(&[3], vec![2.0f32, -1.0, 5.0]);
     assert_eq!(grad(loss)(x.clone()).to_vec::<f32>(), vec![0.0, 1.0, 0.0]);
+    assert_eq!(grad(in_scan)(x.clone()).to_vec::<f32>(), vec![0.0, 1.0, 0.0]);
     // cummax([2, -1, 5]) = [2, 2, 5]: x0 feeds two outputs, x2 one.
     assert_eq!(grad(|y: Tensor| y.cummax(0, false).sum(All))(x).to_vec::<f32>(), vec![2.0, 0.0, 1.0]);
 }

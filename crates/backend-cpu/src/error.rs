@@ -21,8 +21,9 @@ pub enum CompileError {
     #[error("the function is not valid IR:\n{0}")]
     Invalid(kiln_ir::VerifyErrors),
     /// The compiled function would need more memory than this process can allocate: its
-    /// intermediates, or one of its results (checked once, at compile time, rather than aborting
-    /// the process at the first call).
+    /// intermediates, or one of its results (asked of the allocator once, at compile time, rather
+    /// than aborting the process at the first call; see `kiln_ir::TensorType::check_allocatable`
+    /// for what the allocator's answer is worth).
     #[error("{0}")]
     OutOfMemory(String),
 }

@@ -139,6 +139,10 @@ impl TensorType {
     /// result (`segment_sum(ids, 1 << 40)`) is an error naming it rather than the process aborting
     /// in the allocator. Below [`ALLOCATION_PROBE_BYTES`] it is always `Ok` (a failure there is the
     /// machine running out of memory, not a bad shape); above, [`can_allocate`] asks the allocator.
+    /// The allocator's answer is only as good as the OS's: under Linux's default heuristic
+    /// overcommit, sizes beyond RAM plus swap are refused, but under `vm.overcommit_memory = 1` only
+    /// sizes beyond the address space are, and a size that is granted can still exhaust memory
+    /// once written.
     ///
     /// # Errors
     /// A message naming the type and its size when the allocator refuses it.

@@ -445,7 +445,43 @@ fn arg_reduce_rule() {
         err(&p(0, I32), &[s(F32)], &["axis 0 out of range for rank 0"]);
         err(&p(0, F32), &[t(F32, &[3])], &["index dtype f32 is not i32 or u32"]);
         err(&p(0, I32), &[t(Bool, &[3])], &["dtype bool is not a numeric type"]);
+        // Positions 0..n-1 must fit the index dtype: n <= 2^31 for i32, n <= 2^32 for u32.
+        let (i31, i32_) = (1usize << 31, 1usize << 32);
+        assert_eq!(ok1(&p(0, I32), &[t(F32, &[i31])]), s(I32));
+        err(
+            &p(0, I32),
+            &[t(F32, &[i31 + 1])],
+            &["i32 values cannot number the 2147483649 positions along axis 0"],
+        );
+        assert_eq!(ok1(&p(1, U32), &[t(F32, &[1, i32_])]), t(U32, &[1]));
+        err(
+            &p(1, U32),
+            &[t(F32, &[1, i32_ + 1])],
+            &["u32 values cannot number the 4294967297 positions along axis 1"],
+        );
     }
+}
+
+#[test]
+fn integer_iota_positions_fit_their_dtype() {
+    let iota = |dtype, dims: &[usize], dimension| Prim::Iota { dtype, shape: Shape::new(dims), dimension };
+    let (i31, i32_) = (1usize << 31, 1usize << 32);
+    assert_eq!(ok1(&iota(I32, &[3, i31], 1), &[]), t(I32, &[3, i31]));
+    err(
+        &iota(I32, &[3, i31 + 1], 1),
+        &[],
+        &["i32 values cannot number the 2147483649 positions along dimension 1"],
+    );
+    // Only the iota dimension counts: a long other axis repeats small positions.
+    assert_eq!(ok1(&iota(I32, &[i31 + 1, 3], 1), &[]), t(I32, &[i31 + 1, 3]));
+    assert_eq!(ok1(&iota(U32, &[i32_], 0), &[]), t(U32, &[i32_]));
+    err(
+        &iota(U32, &[i32_ + 1], 0),
+        &[],
+        &["u32 values cannot number the 4294967297 positions along dimension 0"],
+    );
+    // Floats number any count (inexactly past 2^24 for f32, as in JAX).
+    assert_eq!(ok1(&iota(F32, &[i32_ + 1], 0), &[]), t(F32, &[i32_ + 1]));
 }
 
 #[test]

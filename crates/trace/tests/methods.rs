@@ -536,6 +536,13 @@ fn integer_positions_past_their_dtype_are_errors_not_wrapped_indices() {
         let traced = trace(f, &ph(&[1 << 31])).unwrap_or_else(|e| panic!("{name}: {e}"));
         assert_eq!(traced.function.outputs.len(), 1, "{name}");
     }
+    // arange/linspace convert their f64 values: past the integer dtype they saturated silently.
+    let needles = ["values from 0 to 2147483648 do not fit i32", "methods.rs"];
+    trace_err(|_: Tensor| Tensor::arange((1 << 31) + 1, DType::I32), &ph(&[1]), "arange", &needles);
+    let needles = ["values from -1 to 1 do not fit u32"];
+    trace_err(|_: Tensor| Tensor::linspace(-1.0, 1.0, 3, DType::U32), &ph(&[1]), "linspace", &needles);
+    assert_eq!(Tensor::arange_step(-2.0, 2.0, 1.0, DType::I32).to_vec::<i32>(), vec![-2, -1, 0, 1]);
+    assert_eq!(Tensor::linspace(-0.5, 4.0, 4, DType::U32).to_vec::<u32>(), vec![0, 1, 2, 4]);
     // And small arrays still sort and pick as before.
     let x = f32s(&[4], &[3.0, 1.0, 2.0, 1.0]);
     assert_eq!(x.argsort(0).to_vec::<i32>(), vec![1, 3, 2, 0]);

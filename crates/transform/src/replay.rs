@@ -38,13 +38,35 @@ pub fn replay(f: &Function, args: &[Tensor]) -> Vec<Tensor> {
 /// Traces `body` on fresh parameters of the given types into a closed function (no captured tracers:
 /// `body` must only use its arguments and concrete tensors), then removes dead code.
 ///
+/// A sub-function can fail to trace even though the function it came from was verified: a rule's op
+/// may refuse these sizes (an i32 `iota` numbering more than 2^31 positions in a `sort` gradient
+/// inside a `scan` body). Inside a trace, the error is then re-raised in the enclosing trace (whose
+/// function is discarded) and a stand-in is returned: the same parameters, zeros of the output
+/// types the body produced, so that the caller's types still line up.
+///
 /// # Panics
-/// If tracing fails: transforms call this on verified functions, so an error is a kiln bug.
+/// Outside any trace (eager transforms), with the error, as other eager errors do.
 pub fn trace_function(param_types: &[TensorType], body: impl FnOnce(Vec<Tensor>) -> Vec<Tensor>) -> Function {
     let args: Vec<Tensor> =
         param_types.iter().map(|t| Tensor::placeholder(t.dtype, t.shape.dims())).collect();
-    let traced = kiln_trace::trace(body, &args)
-        .unwrap_or_else(|e| panic!("kiln: a transform produced invalid IR: {e}"));
+    let traced = match kiln_trace::trace_or_template(body, &args) {
+        Ok(traced) => traced,
+        Err((e, template)) => {
+            if !kiln_trace::is_tracing() {
+                panic!("kiln: {e}");
+            }
+            kiln_trace::propagate_error(e);
+            let zeros = |_: Vec<Tensor>| -> Vec<Tensor> {
+                template
+                    .iter()
+                    .map(|t| {
+                        lax::broadcast_in_dim(&Tensor::scalar_like(0.0, t.dtype()), t.shape().dims(), &[])
+                    })
+                    .collect()
+            };
+            kiln_trace::trace(zeros, &args).expect("zeros of the traced output types")
+        }
+    };
     assert!(traced.captured.is_empty(), "kiln: a transform's sub-function captured an outer tracer");
     crate::dce(&traced.function)
 }

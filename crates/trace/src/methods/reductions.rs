@@ -204,15 +204,17 @@ impl Tensor {
     }
 
     /// The i32 indices that sort along `axis` (`jnp.argsort`, stable: ties keep their order). Built as
-    /// a two-operand `sort` keyed on `self` carrying an `iota`.
+    /// a two-operand `sort` keyed on `self` carrying an `iota`. An axis of more than 2^31 elements is
+    /// an error (its positions would not fit i32).
     #[track_caller]
     pub fn argsort(&self, axis: i32) -> Tensor {
         let shape = self.shape();
         let axis = check!(resolve_axis(axis.into(), &shape), "argsort", &[self]);
         if shape[axis] > 1 << 31 {
             let msg = format!(
-                "i32 indices cannot number the {} positions along axis {axis} (at most 2^31)",
-                shape[axis]
+                "i32 indices cannot number the {} positions along axis {axis} (at most {})",
+                shape[axis],
+                1usize << 31
             );
             return fail1("argsort", &[self], msg);
         }

@@ -73,6 +73,20 @@ fn slice_along(x: &Tensor, axis: usize, lo: usize, hi: usize, stride: usize) -> 
     lax::slice(x, &start, &limit, &strides)
 }
 
+/// For an integer `dtype`, why a monotone run of values from `first` to `last` does not fit it
+/// (after truncation toward zero, as `convert_element_type`); converting would saturate them
+/// silently (`arange(2^31 + 5, i32)` ending in a run of `i32::MAX`). `None` when they fit.
+fn out_of_range(dtype: DType, first: f64, last: f64) -> Option<String> {
+    let (lo, hi) = match dtype {
+        DType::I32 => (f64::from(i32::MIN), f64::from(i32::MAX)),
+        DType::U32 => (0.0, f64::from(u32::MAX)),
+        DType::F32 | DType::F64 | DType::Bool => return None,
+    };
+    let fits = |v: f64| v.trunc() >= lo && v.trunc() <= hi;
+    (!fits(first) || !fits(last))
+        .then(|| format!("values from {first} to {last} do not fit {dtype} ({lo} to {hi})"))
+}
+
 /// A concrete tensor of `dtype` and `shape` whose element `i` (row-major) is `value(i)` converted
 /// (as `convert_element_type`). Written straight in `dtype`: no f64 copy of the whole array is staged.
 fn from_f64s(shape: &[usize], value: impl Fn(usize) -> f64, dtype: DType) -> Tensor {
@@ -455,7 +469,11 @@ impl Tensor {
         if let Some(e) = crate::tensor::unallocatable("arange", dtype, &[n]) {
             return e;
         }
-        from_f64s(&[n], |i| start + i as f64 * step, dtype)
+        let value = |i: usize| start + i as f64 * step;
+        if let Some(msg) = n.checked_sub(1).and_then(|last| out_of_range(dtype, value(0), value(last))) {
+            return fail1("arange", &[], msg);
+        }
+        from_f64s(&[n], value, dtype)
     }
 
     /// `num` evenly spaced values from `start` to `stop` inclusive, concrete (`jnp.linspace`); the
@@ -472,6 +490,9 @@ impl Tensor {
                 start + i as f64 * (stop - start) / (num.max(2) - 1) as f64
             }
         };
+        if let Some(msg) = num.checked_sub(1).and_then(|last| out_of_range(dtype, value(0), value(last))) {
+            return fail1("linspace", &[], msg);
+        }
         from_f64s(&[num], value, dtype)
     }
 
