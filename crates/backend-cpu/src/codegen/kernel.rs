@@ -4,14 +4,14 @@
 use super::{pairwise, scalar};
 use crate::CompileError;
 use cranelift_codegen::ir::{
-    AbiParam, FuncRef, Function as ClifFunction, InstBuilder, InstructionData, MemFlagsData, Opcode,
-    StackSlotData, StackSlotKind, Type, Value, ValueDef, condcodes::IntCC, types,
+    AbiParam, AliasRegion, AliasRegionData, FuncRef, Function as ClifFunction, InstBuilder, InstructionData,
+    MemFlagsData, Opcode, StackSlotData, StackSlotKind, Type, Value, ValueDef, condcodes::IntCC, types,
 };
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
 use cranelift_jit::JITModule;
 use cranelift_module::{Linkage, Module};
 use kiln_ir::{ArgOp, DType, Eqn, Function, IndexMode, Prim, Var};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 pub(super) type R<T> = Result<T, CompileError>;
 
@@ -36,6 +36,28 @@ pub(super) fn clif_type(dt: DType) -> Type {
 /// Loads and stores only ever touch in-bounds addresses (indices are clamped before use).
 pub(super) fn mem() -> MemFlagsData {
     MemFlagsData::new().with_notrap()
+}
+
+/// Two Cranelift alias regions: the kernel's input buffers and its output buffers. A step never
+/// writes a buffer it reads (`plan`: outputs are placed before inputs are freed; a donated buffer
+/// read by the step writing it computes in a spill slot), so stores to outputs cannot change an
+/// input. Tagging the accesses lets Cranelift's redundant-load elimination reuse an input load across
+/// output stores: W2's gather member `x[b[i], j] - x[a[i], j]` reloaded and re-clamped both indices
+/// for `j = 1` after storing `j = 0`. Loads and stores of stack buffers (tiles, pairwise partials)
+/// keep no region, which Cranelift treats as touching everything.
+#[derive(Clone, Copy)]
+struct Regions {
+    inputs: AliasRegion,
+    outputs: AliasRegion,
+}
+
+impl Regions {
+    fn declare(b: &mut FunctionBuilder) -> Regions {
+        let mut region = |user_id, description: &'static str| {
+            b.func.dfg.alias_regions.insert(AliasRegionData { user_id, description: description.into() })
+        };
+        Regions { inputs: region(0, "kernel inputs"), outputs: region(1, "kernel outputs") }
+    }
 }
 
 /// One root of a kernel: the function it is read from (the original, or its collapsed copy, see
@@ -67,6 +89,10 @@ pub(super) fn build(
     // The kernel computes outer-axis rows [lo, hi) of its outputs (the runtime splits rows over threads).
     let (lo0, hi0) = (b.block_params(entry)[1], b.block_params(entry)[2]);
     let mut callbacks = HashMap::new();
+    let regions = Regions::declare(&mut b);
+    // The table holds the step's inputs, then its outputs (`runtime::Table`): a slot before the
+    // first output is a buffer no member writes.
+    let first_out = members.iter().map(|m| m.out_slot).min().unwrap_or(0);
     for m in members {
         let (mut lo, mut hi) = (lo0, hi0);
         if m.row_scale != 1 {
@@ -83,20 +109,30 @@ pub(super) fn build(
         let mut scalars = HashMap::new();
         let mut leaves: Vec<(&Var, &usize)> = m.slots.iter().collect();
         leaves.sort_by_key(|(_, k)| **k);
+        let (mut inputs, mut outputs) = (HashSet::new(), HashSet::new());
         for (v, &k) in leaves {
             let p = b.ins().load(types::I64, mem(), table, (k * 8) as i32);
             bases.insert(*v, p);
+            if k < first_out {
+                inputs.insert(p)
+            } else {
+                outputs.insert(p)
+            };
             if m.f.var_type(*v).rank() == 0 {
                 let x = b.ins().load(clif_type(m.f.dtype(*v)), mem(), p, 0);
                 scalars.insert(*v, x);
             }
         }
         let out_base = b.ins().load(types::I64, mem(), table, (m.out_slot * 8) as i32);
+        outputs.insert(out_base);
         let mut em = Emitter {
             b,
             f: m.f,
             inline: m.inline,
             bases,
+            regions,
+            inputs,
+            outputs,
             scalars,
             module: &mut *module,
             callbacks,
@@ -159,6 +195,11 @@ pub(super) struct Emitter<'a, 'b> {
     pub(super) f: &'a Function,
     pub(super) inline: &'a [Option<usize>],
     pub(super) bases: HashMap<Var, Value>,
+    regions: Regions,
+    /// Base addresses of the buffers this kernel only reads (its step's inputs) ...
+    inputs: HashSet<Value>,
+    /// ... and of those it writes (its outputs, also read by later members); see [`Regions`].
+    outputs: HashSet<Value>,
     /// The values of the rank-0 leaves, loaded once in the entry block.
     pub(super) scalars: HashMap<Var, Value>,
     pub(super) module: &'a mut JITModule,
@@ -592,12 +633,26 @@ impl<'a, 'b> Emitter<'a, 'b> {
 
     pub(super) fn load(&mut self, dt: DType, base: Value, off: Value) -> Value {
         let addr = self.address(dt, base, off);
-        self.b.ins().load(clif_type(dt), mem(), addr, 0)
+        let flags = self.mem_at(base);
+        self.b.ins().load(clif_type(dt), flags, addr, 0)
     }
 
     pub(super) fn store(&mut self, dt: DType, base: Value, off: Value, v: Value) {
         let addr = self.address(dt, base, off);
-        self.b.ins().store(mem(), v, addr, 0);
+        let flags = self.mem_at(base);
+        self.b.ins().store(flags, v, addr, 0);
+    }
+
+    /// [`mem`] with the alias region of the buffer at `base` ([`Regions`]); none for other memory.
+    pub(super) fn mem_at(&self, base: Value) -> MemFlagsData {
+        let region = if self.inputs.contains(&base) {
+            Some(self.regions.inputs)
+        } else if self.outputs.contains(&base) {
+            Some(self.regions.outputs)
+        } else {
+            None
+        };
+        mem().with_alias_region(region)
     }
 
     /// Calls an `extern "C"` math routine registered in [`crate::runtime::math::symbols`].

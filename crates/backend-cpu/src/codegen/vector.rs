@@ -70,7 +70,7 @@
 //! `U·L` elements (see `shared/research/tech-cranelift-egg.md` §1.3).
 
 use super::check::{Checker, Mode, Occ};
-use super::kernel::{Emitter, R, UNROLLED_COPIES_MAX, clif_type, mem};
+use super::kernel::{Emitter, R, UNROLLED_COPIES_MAX, clif_type};
 use super::{pairwise, scalar};
 use cranelift_codegen::ir::{InstBuilder, StackSlot, StackSlotData, StackSlotKind, Type, Value, types};
 use kiln_ir::{DType, Eqn, Prim, ReduceOp, Var};
@@ -382,7 +382,8 @@ impl<'a, 'b> Emitter<'a, 'b> {
                     &mut |s, _, j, v| {
                         let off = s.offset(&dims, &with(j));
                         let addr = s.address(dt, out_base, off);
-                        s.b.ins().store(mem(), v, addr, 0);
+                        let flags = s.mem_at(out_base);
+                        s.b.ins().store(flags, v, addr, 0);
                         Ok(())
                     },
                     &mut |s, j| {

@@ -35,9 +35,11 @@ impl<'a, 'b> Emitter<'a, 'b> {
                 let dt = f.dtype(v);
                 let dims = f.var_type(v).shape.dims().to_vec();
                 let off = self.offset(&dims, idx);
-                let addr = self.address(dt, self.bases[&v], off);
+                let base = self.bases[&v];
+                let addr = self.address(dt, base, off);
                 let ty = self.vty(dt);
-                Ok(Some(self.b.ins().load(ty, mem(), addr, 0)))
+                let flags = self.mem_at(base);
+                Ok(Some(self.b.ins().load(ty, flags, addr, 0)))
             }
         }
     }
@@ -53,19 +55,21 @@ impl<'a, 'b> Emitter<'a, 'b> {
         let dt = f.dtype(v);
         let dims = f.var_type(v).shape.dims().to_vec();
         let off = self.offset(&dims, idx);
-        let addr = self.address(dt, self.bases[&v], off);
+        let base = self.bases[&v];
+        let addr = self.address(dt, base, off);
         let step = stride * dt.size_bytes() as i64;
         let lane_ty = super::kernel::clif_type(dt);
-        let x = self.b.ins().load(lane_ty, mem(), addr, 0);
+        let flags = self.mem_at(base);
+        let x = self.b.ins().load(lane_ty, flags, addr, 0);
         let ty = self.vty(dt);
         let mut vec = self.b.ins().splat(ty, x);
         for l in 1..self.vs.lanes {
             // The load's immediate offset is an i32; a larger lane offset goes into the address.
             let x = match i32::try_from(l as i64 * step) {
-                Ok(at) => self.b.ins().load(lane_ty, mem(), addr, at),
+                Ok(at) => self.b.ins().load(lane_ty, flags, addr, at),
                 Err(_) => {
                     let lane_addr = self.b.ins().iadd_imm_s(addr, l as i64 * step);
-                    self.b.ins().load(lane_ty, mem(), lane_addr, 0)
+                    self.b.ins().load(lane_ty, flags, lane_addr, 0)
                 }
             };
             vec = self.b.ins().insertlane(vec, x, l as u8);
