@@ -364,7 +364,7 @@ fn compile_at(
         let i = match item {
             Item::Kernel(roots) => {
                 let (handle, leaves) = match codegen {
-                    Codegen::Kernels => jit.kernel(f, &roots, &inline)?,
+                    Codegen::Kernels => jit.kernel(f, &roots, &inline, &|v| resolve(&v))?,
                     // No code: a handle no step will ever call (the executable is never run).
                     Codegen::Skip => (usize::MAX, crate::codegen::kernel_table(f, &roots, &inline)),
                 };

@@ -38,10 +38,11 @@ pub(super) fn mem() -> MemFlagsData {
     MemFlagsData::new().with_notrap()
 }
 
-/// Two Cranelift alias regions: the kernel's input buffers and its output buffers. A step never
-/// writes a buffer it reads (`plan`: outputs are placed before inputs are freed; a donated buffer
-/// read by the step writing it computes in a spill slot), so stores to outputs cannot change an
-/// input. Tagging the accesses lets Cranelift's redundant-load elimination reuse an input load across
+/// Two Cranelift alias regions: the buffers the kernel only reads and those it writes. A step
+/// never writes a buffer it reads as an input (`plan`: outputs are placed before inputs are freed;
+/// a donated buffer read by the step writing it computes in a spill slot), so stores to outputs
+/// cannot change an input; a later member reading an earlier member's output has that leaf in the
+/// output region (the table names that buffer twice: as a leaf and as the output). Tagging the accesses lets Cranelift's redundant-load elimination reuse an input load across
 /// output stores: W2's gather member `x[b[i], j] - x[a[i], j]` reloaded and re-clamped both indices
 /// for `j = 1` after storing `j = 0`. Loads and stores of stack buffers (tiles, pairwise partials)
 /// keep no region, which Cranelift treats as touching everything.
@@ -80,6 +81,7 @@ pub(super) fn build(
     func: &mut ClifFunction,
     fctx: &mut FunctionBuilderContext,
     members: &[Member],
+    written_slots: &[usize],
 ) -> R<()> {
     let mut b = FunctionBuilder::new(func, fctx);
     let entry = b.create_block();
@@ -91,8 +93,9 @@ pub(super) fn build(
     let mut callbacks = HashMap::new();
     let regions = Regions::declare(&mut b);
     // The table holds the step's inputs, then its outputs (`runtime::Table`): a slot before the
-    // first output is a buffer no member writes.
+    // first output is a buffer no member writes, unless it names an earlier member's output.
     let first_out = members.iter().map(|m| m.out_slot).min().unwrap_or(0);
+    let read_only = |k: usize| k < first_out && !written_slots.contains(&k);
     for m in members {
         let (mut lo, mut hi) = (lo0, hi0);
         if m.row_scale != 1 {
@@ -113,7 +116,7 @@ pub(super) fn build(
         for (v, &k) in leaves {
             let p = b.ins().load(types::I64, mem(), table, (k * 8) as i32);
             bases.insert(*v, p);
-            if k < first_out {
+            if read_only(k) {
                 inputs.insert(p)
             } else {
                 outputs.insert(p)

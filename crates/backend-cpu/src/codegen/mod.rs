@@ -130,12 +130,14 @@ impl Jit {
     /// Compiles the kernel rooted at equations `roots` of `f` (program order; several roots make a
     /// multi-output kernel, see `crate::grouping`; `inline[v]`: the equation computing an inlined
     /// variable `v`). Returns a handle to resolve after [`Jit::finish`] and the leaves, in
-    /// pointer-table order (the outputs come after them, in the roots' order).
+    /// pointer-table order (the outputs come after them, in the roots' order). `resolve`: the
+    /// variable whose buffer a variable reads (the plan's aliases followed; identity without them).
     pub(crate) fn kernel(
         &mut self,
         f: &Function,
         roots: &[usize],
         inline: &[Option<usize>],
+        resolve: &dyn Fn(Var) -> Var,
     ) -> Result<(usize, Vec<Var>), CompileError> {
         let ptr = self.module.target_config().pointer_type();
         self.module.clear_context(&mut self.ctx);
@@ -198,7 +200,16 @@ impl Jit {
                 }
             })
             .collect();
-        kernel::build(&mut self.module, &mut self.ctx.func, &mut self.fctx, &members)?;
+        // Leaf slots naming a buffer a member writes: a later member reading an earlier one's
+        // output at its own row (`grouping`), possibly through an alias such as a reshape.
+        let written: Vec<Var> = roots.iter().map(|&r| resolve(f.eqns[r].outputs[0])).collect();
+        let written_slots: Vec<usize> = table
+            .iter()
+            .enumerate()
+            .filter(|(_, v)| written.contains(&resolve(**v)))
+            .map(|(k, _)| k)
+            .collect();
+        kernel::build(&mut self.module, &mut self.ctx.func, &mut self.fctx, &members, &written_slots)?;
         let name = format!("kernel{}", self.count);
         self.count += 1;
         if self.dump {

@@ -560,10 +560,32 @@ mod tests {
             inline[e.outputs[0].index()] = Some(k);
         }
         let mut jit = Jit::new_with_dump(true).unwrap();
-        jit.kernel(f, &[f.eqns.len() - 1], &inline).unwrap();
+        jit.kernel(f, &[f.eqns.len() - 1], &inline, &|v| v).unwrap();
         let (_, _, text) = jit.finish().unwrap();
         assert_eq!(text.len(), 1);
         text.into_iter().next().unwrap()
+    }
+
+    /// A later member of a multi-output kernel that reads an earlier member's output (at its own
+    /// row, see `grouping`) loads it in the output region, where the earlier member stored it: the
+    /// read-only region would tell Cranelift those stores cannot change what it loads.
+    #[test]
+    fn a_member_reading_an_earlier_members_output_loads_it_from_the_output_region() {
+        let mut f = Function::new();
+        let ty = TensorType::new(DType::F32, Shape::new(&[64]));
+        let x = f.add_param(ty.clone());
+        let y = f.add_param(ty);
+        let a = f.push(Prim::Binary(BinaryOp::Mul), &[x, x], None).unwrap()[0];
+        let b = f.push(Prim::Binary(BinaryOp::Add), &[a, y], None).unwrap()[0];
+        f.outputs.extend([a, b]);
+        let mut jit = Jit::new_with_dump(true).unwrap();
+        jit.kernel(&f, &[0, 1], &vec![None; f.vars.len()], &|v| v).unwrap();
+        let (_, _, text) = jit.finish().unwrap();
+        let loads =
+            |region: &str| text[0].lines().filter(|l| l.contains("= load.f32") && l.contains(region)).count();
+        // x (member 0) and y (member 1) are read-only; `a` is read back by member 1 (in each of
+        // its loops: vector body and scalar tails).
+        assert!(loads("region0") > 0 && loads("region1") > 0, "{}", text[0]);
     }
 
     fn unary_chain(dt: DType, dims: &[usize], ops: &[Prim]) -> Function {
