@@ -45,7 +45,9 @@ pub(super) fn mem() -> MemFlagsData {
 /// output region (the table names that buffer twice: as a leaf and as the output). Tagging the accesses lets Cranelift's redundant-load elimination reuse an input load across
 /// output stores: W2's gather member `x[b[i], j] - x[a[i], j]` reloaded and re-clamped both indices
 /// for `j = 1` after storing `j = 0`. Loads and stores of stack buffers (tiles, pairwise partials)
-/// keep no region, which Cranelift treats as touching everything.
+/// keep no region: in Cranelift's alias analysis a store without a region is a fence for every
+/// later load, but a load without a region only sees such fences, not stores in a region — so
+/// every access to a step buffer carries its region (rank-0 leaves loaded in the entry block too).
 #[derive(Clone, Copy)]
 struct Regions {
     inputs: AliasRegion,
@@ -116,13 +118,16 @@ pub(super) fn build(
         for (v, &k) in leaves {
             let p = b.ins().load(types::I64, mem(), table, (k * 8) as i32);
             bases.insert(*v, p);
-            if read_only(k) {
-                inputs.insert(p)
+            let region = if read_only(k) {
+                inputs.insert(p);
+                regions.inputs
             } else {
-                outputs.insert(p)
+                outputs.insert(p);
+                regions.outputs
             };
             if m.f.var_type(*v).rank() == 0 {
-                let x = b.ins().load(clif_type(m.f.dtype(*v)), mem(), p, 0);
+                let flags = mem().with_alias_region(Some(region));
+                let x = b.ins().load(clif_type(m.f.dtype(*v)), flags, p, 0);
                 scalars.insert(*v, x);
             }
         }
