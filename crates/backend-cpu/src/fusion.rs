@@ -17,7 +17,11 @@
 //! materializes every third value instead of growing as 2ⁿ, and the total work of the recomputed
 //! ops is at most `RECOMPUTE_LIMIT` times their work materialized. A value read by three quaternion
 //! formulas, or one that the simplifier's CSE merged from copies, is no longer a round trip
-//! through memory. A gather that reads its table at least once per table element on average
+//! through memory. An op reading a single array and broadcasts, none of them recomputed
+//! ([`leaf_fed`]: `ct · c` in W1's adjoint stencil), may be evaluated up to [`LEAF_FED_LIMIT`]
+//! times: each evaluation is one op and one load, where its materialized result costs a kernel
+//! and a load per read anyway. A `pad` counts one evaluation of its operand per output row, not
+//! per output element (the kernel evaluates it only inside its columns). A gather that reads its table at least once per table element on average
 //! (a message gather over a graph's edges) takes only single-array producers inline
 //! ([`scattered_ok`]): each inlined operand array would add one random-access read per gathered
 //! element. Reductions are always kernel roots (inlining
@@ -281,8 +285,24 @@ fn reads(f: &Function, e: &kiln_ir::Eqn, slot: usize) -> u64 {
         | Prim::BroadcastInDim { .. }
         | Prim::DynamicUpdateSlice
         | Prim::Concatenate { .. }
-        | Prim::Pad { .. }
         | Prim::Gather { .. } => per_output(),
+        // The operand of a pad with no interior padding on its last axis is evaluated only inside
+        // its own columns (`codegen::vwalk::vpad` splits the rows there; the padding columns are
+        // the pad value), so per output row, not per output element; the scalar loops at segment
+        // edges evaluate it (clamped) at a few more columns. Rows of the padding, along the other
+        // axes, evaluate it too.
+        Prim::Pad { interior, .. }
+            if slot == 0
+                && interior.last().is_some_and(|&i| i == 0)
+                && f.var_type(e.inputs[0]).dtype != kiln_ir::DType::Bool =>
+        {
+            let rows = |v: kiln_ir::Var| {
+                let t = f.var_type(v);
+                (t.shape.size() / t.shape.dims().last().copied().unwrap_or(1).max(1)) as u64
+            };
+            rows(e.outputs[0]).div_ceil(rows(e.inputs[0]).max(1)).max(1)
+        }
+        Prim::Pad { .. } => per_output(),
         Prim::DotGeneral { .. } => dot_free_size(f, e, slot).max(1) as u64,
         Prim::Scatter { batch_dims: 0, axis: 1.., .. } if slot == 1 => scattered_rows(f, e),
         Prim::Iota { .. }
@@ -354,6 +374,29 @@ fn recomputable(e: &kiln_ir::Eqn) -> bool {
         | Prim::Call { .. }
         | Prim::Checkpoint { .. } => false,
     }
+}
+
+/// The most evaluations per result element of a [`leaf_fed`] op recomputed in several consumers:
+/// each costs one arithmetic op and the load of its one array operand, which replaces the load of
+/// the materialized result, so recomputing saves a kernel and a write-and-read-back of the result.
+/// W1's gradient step reads `ct · c` at five offsets (its adjoint stencil): a kernel of its own
+/// was a tenth of the step.
+pub(crate) const LEAF_FED_LIMIT: u64 = 8;
+
+/// Whether `e` reads at most one array that is not a broadcast, and only values no kernel will
+/// recompute: parameters, constants, results of kernel roots and runtime steps, and broadcasts
+/// of those (recomputed from an index in every kernel, see [`duplicable`]).
+fn leaf_fed(f: &Function, producer: &[Option<usize>], e: &kiln_ir::Eqn) -> bool {
+    let fixed =
+        |v: kiln_ir::Var| producer[v.index()].is_none_or(|p| lowering(f, &f.eqns[p]) != Lowering::Inlinable);
+    let broadcast = |v: kiln_ir::Var| {
+        producer[v.index()].is_some_and(|p| {
+            let pe = &f.eqns[p];
+            matches!(pe.prim, Prim::BroadcastInDim { .. }) && pe.inputs.iter().all(|&w| fixed(w))
+        })
+    };
+    let arrays = e.inputs.iter().filter(|&&v| f.var_type(v).rank() > 0 && !broadcast(v)).count();
+    arrays <= 1 && e.inputs.iter().all(|&v| fixed(v) || broadcast(v))
 }
 
 /// How far [`forces_root`] follows single-use producers before assuming the worst.
@@ -574,7 +617,8 @@ pub(crate) fn assign(f: &Function) -> Vec<Role> {
                         || duplicable(f, e)
                         || (recomputable(e)
                             && count <= RECOMPUTE_LIMIT
-                            && !forces_root(f, &producer, &uses, &is_output, e, count, FORCED_DEPTH)));
+                            && !forces_root(f, &producer, &uses, &is_output, e, count, FORCED_DEPTH))
+                        || (recomputable(e) && count <= LEAF_FED_LIMIT && leaf_fed(f, &producer, e)));
                 // Evaluated more than once per element inside the consumer's kernel?
                 repeated[i] = inline
                     && users.iter().any(|&u| {

@@ -293,7 +293,9 @@ fn a_chain_of_twice_read_cheap_values_materializes_every_third() {
     // x[k] = x[k-1] + x[k-1] * c: each x read by two equations. Recomputing all of them would
     // evaluate x[0] 2³⁰ times per element; with the budget of 4 evaluations, x[k-1] (2) and
     // x[k-2] (4) are recomputed below each root and x[k-3] (8) is materialized: roots x30, x27,
-    // ..., x3, x0 — 11 kernels (31 before recomputation), values equal to the interpreter's.
+    // ..., x3 — 10 kernels (31 before recomputation), values equal to the interpreter's. x0 =
+    // neg(a) reads only a parameter, so it is recomputed up to 8 times (`LEAF_FED_LIMIT`): no
+    // kernel of its own.
     let n = 30;
     let mut src = String::from("{ lambda a:f32[3] c:f32[3] . let\n x0:f32[3] = neg a\n");
     for k in 1..=n {
@@ -301,7 +303,57 @@ fn a_chain_of_twice_read_cheap_values_materializes_every_third() {
     }
     src += &format!(" in (x{n},) }}");
     let c = v(&[0.5, -0.25, 0.125]);
-    check(&src, &[v(&[1.0, -2.0, 3.5]), c], 11);
+    check(&src, &[v(&[1.0, -2.0, 3.5]), c], 10);
+}
+
+#[test]
+fn a_scaled_parameter_read_at_five_offsets_is_recomputed_in_the_stencil() {
+    // The reverse-mode step of W1's periodic diffusion: m = ct * c is read through four pads of
+    // slices (the transposed rolls) and a negation. A pad evaluates its operand only inside its
+    // own columns, and m reads one array and a broadcast scalar, so it is recomputed at each of
+    // the five reads (one kernel, not two). Bitwise equal to the interpreter; with special values
+    // too, but for NaN payloads (`-m` flips a NaN's sign, and which NaN an add returns is not
+    // specified).
+    let n = 64;
+    let src = format!(
+        "{{ lambda ct:f32[{n}] c:f32[] ; z:f32[] = 0.0 . let
+        k:f32[{n}] = broadcast_in_dim[shape=({n},) broadcast_dimensions=()] c
+        m:f32[{n}] = mul ct k
+        o:f32[{a}] = slice[start=(0,) limit=({a},) strides=(1,)] m
+        p:f32[1] = slice[start=({a},) limit=({n},) strides=(1,)] m
+        x:f32[1] = slice[start=(0,) limit=(1,) strides=(1,)] m
+        y:f32[{a}] = slice[start=(1,) limit=({n},) strides=(1,)] m
+        q:f32[{n}] = pad[low=(0,) high=({a},) interior=(0,)] p z
+        s:f32[{n}] = pad[low=(1,) high=(0,) interior=(0,)] o z
+        w:f32[{n}] = pad[low=(0,) high=(1,) interior=(0,)] y z
+        b:f32[{n}] = pad[low=({a},) high=(0,) interior=(0,)] x z
+        u:f32[{n}] = neg m
+        r1:f32[{n}] = add ct q
+        r2:f32[{n}] = add r1 s
+        r3:f32[{n}] = add r2 u
+        r4:f32[{n}] = add r3 w
+        r5:f32[{n}] = add r4 b
+      in (r5,) }}",
+        a = n - 1
+    );
+    let ramp: Vec<f32> = (0..n).map(|i| i as f32).collect();
+    let half = Array::scalar(0.5f32);
+    check(&src, &[v(&ramp), half.clone()], 1);
+    let mut special = ramp.clone();
+    special[..4].copy_from_slice(&[f32::NAN, f32::INFINITY, -0.0, f32::NEG_INFINITY]);
+    special[40] = -0.0;
+    let args = [v(&special), Array::scalar(-0.0f32)];
+    let f = parse(&src).unwrap();
+    let got = compile(&f).unwrap().run(&args).unwrap()[0].to_vec::<f32>().unwrap();
+    let want = eval(&f, &args).unwrap()[0].to_vec::<f32>().unwrap();
+    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+        assert!(g.to_bits() == w.to_bits() || g.is_nan() && w.is_nan(), "element {i}: {g} vs {w}");
+    }
+    // r[i] = ct[i] + m[i-1] - m[i] + m[i+1] (indices mod n), m = ct / 2: r[0] = 31.5 + 0.5 = 32,
+    // r[5] = 5 + 2 - 2.5 + 3 = 7.5.
+    let out = compile(&parse(&src).unwrap()).unwrap().run(&[v(&ramp), half]).unwrap();
+    let r = out[0].to_vec::<f32>().unwrap();
+    assert_eq!((r[0], r[5]), (32.0, 7.5));
 }
 
 #[test]
