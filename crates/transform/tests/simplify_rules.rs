@@ -341,6 +341,27 @@ fn slice_of_broadcast() {
 }
 
 #[test]
+fn scatter_add_of_zeros() {
+    // The transpose of `take(x, i)`: a scatter-add into zeros becomes a segment sum (ids out of
+    // range, negative ones included, dropped by both; the same adds in the same order).
+    let src = |zero: &str, mode: &str| {
+        format!(
+            "{{ lambda u:f32[6,2] i:i32[6] ; z:f32[] = {zero} . let
+            b:f32[4,2] = broadcast_in_dim[shape=(4,2) broadcast_dimensions=()] z
+            s:f32[4,2] = scatter_add[axis=0 batch_dims=0 mode={mode}] b i u
+          in (s) }}"
+        )
+    };
+    let g = fires("scatter_add_of_zeros", &src("0.0", "fill"));
+    assert_eq!(g.eqns.len(), 1, "{g}");
+    assert_eq!(g.eqns[0].prim.name(), "segment_sum");
+    // Into -0.0 (a row without updates stays -0.0, and -0.0 + -0.0 is -0.0: not a segment sum's
+    // +0.0), or clamping out-of-range indices: kept.
+    does_not_fire("scatter_add_of_zeros", &src("-0.0", "fill"), false);
+    does_not_fire("scatter_add_of_zeros", &src("0.0", "clip"), false);
+}
+
+#[test]
 fn reshape_of_broadcast() {
     // Unit axes inserted: the broadcast moves out past the reshape, which disappears.
     let g = fires(

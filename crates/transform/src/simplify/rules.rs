@@ -78,6 +78,7 @@ pub const RULES: &[Rule] = &[
     rule!(transpose_of_dot, false),
     rule!(slice_slice, false),
     rule!(gather_of_iota, false),
+    rule!(scatter_add_of_zeros, false),
     rule!(constant_fold, false),
     rule!(elementwise_of_broadcasts, false),
     rule!(elementwise_of_transposes, false),
@@ -699,6 +700,32 @@ fn constant_fold(ctx: &Ctx, id: Id, node: &Node) -> Option<Term> {
 }
 
 // ---------------------------------------------------------------- fusion-exposing (exact)
+
+/// `scatter_add(zeros, idx, upd)` along axis 0, without batch dims, dropping out-of-range indices
+/// (`mode=fill`, JAX's `.at[].add` default and the transpose of `take`) → `segment_sum(upd, idx)`.
+/// Exact: each output row adds the same updates in the same (update) order starting from +0.0 (or
+/// integer 0), and `segment_sum` drops the same ids. The backend runs a scatter as a runtime routine
+/// over a materialized `upd`; a `segment_sum` is a kernel with `upd`'s producers fused in — the
+/// reverse pass of a message pass (W2's spring forces scattered back to the masses) as one loop
+/// over the edges.
+fn scatter_add_of_zeros(ctx: &Ctx, id: Id, node: &Node) -> Option<Term> {
+    let (
+        Prim::Scatter { op: kiln_ir::ScatterOp::Add, axis: 0, batch_dims: 0, mode: IndexMode::FillOrDrop },
+        [z, idx, upd],
+    ) = op(node, ctx.g)?
+    else {
+        return None;
+    };
+    let out = ty(ctx.g, id);
+    let ids = ty(ctx.g, *idx);
+    let ok = out.dtype != DType::Bool
+        && ids.rank() == 1
+        && matches!(ids.dtype, DType::I32 | DType::U32)
+        && out.shape.dims().first().is_some_and(|&n| n > 0)
+        && is_uniform(ctx.g, *z, 0.0, false);
+    let num_segments = out.shape.dims()[0];
+    ok.then(|| Term::Op(Prim::SegmentSum { num_segments }, vec![Term::Class(*upd), Term::Class(*idx)]))
+}
 
 /// True for primitives applied element by element to operands of one shape.
 fn is_elementwise(p: &Prim) -> bool {
