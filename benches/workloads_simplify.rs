@@ -88,7 +88,7 @@ fn main() {
         println!("  rules: {}", if fired.is_empty() { "none".to_string() } else { fired.join(", ") });
         // Before LICM: scatter-adds with loop-invariant indices made sorted segment sums (`jit`
         // keeps that form where the backend estimates it no costlier).
-        println!("  sorted scatters: {}", kiln::transform::sort_scan_scatters(&live).1);
+        println!("  scatter-adds made segment sums: {}", kiln::transform::sort_scan_scatters(&live).1);
         for (label, s) in [("greedy (.simplify(false))", &greedy), ("egg    (.simplify(true)) ", &egg)] {
             println!(
                 "  {label}: compile {:8.1} ms, {:4} kernels, {:12} B moved/call, run {:9.3} ms",

@@ -67,8 +67,8 @@ impl JitOptions {
 /// that a product reads with strided lanes are transposed before their loops
 /// ([`kiln_transform::transpose_scan_dot_constants`]), loop-invariant
 /// equations move out of scans where the backend estimates it pays ([`hoist_verdict`]), after
-/// scatter-adds with loop-invariant indices became sorted segment sums
-/// ([`kiln_transform::sort_scan_scatters`]) where the backend estimates that no costlier, and the egg
+/// scatter-adds with loop-invariant indices became segment sums (over indices sorted once where
+/// their updates can be permuted; [`kiln_transform::sort_scan_scatters`]) where the backend estimates that no costlier, and the egg
 /// simplifier runs (`opts.fast_math` enables its fast-math rules) and its program is kept if the
 /// backend estimates it no costlier ([`backend_verdict`]), then the backend compiles (multi-output
 /// kernels with `opts.simplify`) with `opts.threads` (or `KILN_NUM_THREADS`) and `KILN_DUMP` from the
@@ -90,7 +90,7 @@ pub(crate) fn backend_compile(f: &Function, opts: &JitOptions) -> Result<Executa
         live = transposed;
         // Loop-invariant work moves out of scans, scan by scan where the backend estimates the
         // hoisted loop cheaper (`hoist_verdict`). Scatter-adds with loop-invariant indices may
-        // first become segment sums over indices sorted once (exact); that form is kept only if
+        // first become segment sums, over indices sorted once where the updates allow (exact); that form is kept only if
         // the backend estimates it, hoisted, no costlier than the scatters hoisted (a sort left
         // in a loop whose hoisting was refused would run at every step).
         let (plain, mut hoist) = kiln_transform::hoist_scan_invariants(&live, &hoist_verdict);
@@ -109,7 +109,7 @@ pub(crate) fn backend_compile(f: &Function, opts: &JitOptions) -> Result<Executa
         let (keep, mut verdict) = backend_verdict(&live, &simplified);
         verdict.push_str(&format!(
             "\nloop-invariant code motion (before the simplifier): {} equations out of {} scans ({} scans refused); \
-             {sorted_scatters} scatter-adds with loop-invariant indices made segment sums over sorted indices; \
+             {sorted_scatters} scatter-adds with loop-invariant indices made segment sums; \
              {dot_transposes} loop constants of products transposed before their loops",
             hoist.hoisted, hoist.scans, hoist.refused
         ));

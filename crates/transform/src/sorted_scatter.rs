@@ -20,16 +20,20 @@
 //! through elementwise ops, broadcasts that make the edge axis, and gathers along axis 0
 //! (`take(y, ix)[perm] = take(y, ix[perm])`) down to loop-invariant arrays (edge lists, masks),
 //! which LICM moves out with the sort. A scatter whose updates would need a loop-variant edge array
-//! permuted (W2's per-spring forces) is left alone: that gather would cost every step about what
-//! the scatter did. Run before [`crate::hoist_scan_invariants`]: without it the sort would run at
-//! every step.
+//! permuted (W2's per-spring forces: that gather would cost every step about what the scatter did)
+//! becomes `segment_sum(updates, idx)` without the sort: the same sums in the same order, one
+//! kernel with the updates' producers fused in (on one thread: the ids are not sorted) instead of
+//! a runtime scatter over materialized updates (W2's single-robot gradient: −15 %). Run before
+//! [`crate::hoist_scan_invariants`]: without it the sort (and `Clip`'s clamp) would run at every
+//! step.
 
 use crate::licm::invariant_vars;
 use kiln_ir::{Array, DType, Eqn, Function, IndexMode, Prim, ScatterOp, Shape, SrcLoc, Var};
 use std::collections::HashMap;
 
 /// `f` with every qualifying `scatter_add` of a scan body (nested ones included) turned into a
-/// `segment_sum` over stably sorted indices (see the module doc), and how many were rewritten.
+/// `segment_sum`, over stably sorted indices where the updates can be permuted (see the module
+/// doc), and how many were rewritten.
 ///
 /// ```
 /// use kiln_ir::{Array, DType, Function, IndexMode, Prim, ScatterOp, TensorType, eval};
@@ -111,6 +115,7 @@ fn rewrite_body(b: &Function, nc: usize, count: &mut usize) -> Function {
     for e in &b.eqns {
         if let Some(mode) = body.sortable(e, &invariant)
             && let Some(out) = emit_sorted(&mut nb, &body, e, mode, &rename, &invariant)
+                .or_else(|| emit_unsorted(&mut nb, &body, e, mode, &rename))
         {
             rename[e.outputs[0].index()] = out;
             *count += 1;
@@ -184,22 +189,8 @@ fn emit_sorted(
     let [operand, idx, updates] = e.inputs[..] else { return None };
     let loc = e.loc.clone();
     let n = body.b.var_type(operand).shape.dims()[0];
-    let it = body.b.var_type(idx).clone();
-    let len = it.shape.dims()[0];
-    let idx = rename[idx.index()];
-    let idx = match mode {
-        IndexMode::FillOrDrop => idx,
-        // Clip's indices land in `[0, n)`, so clamp them first (hi fits the dtype: larger indices
-        // than its maximum do not exist).
-        IndexMode::Clip => {
-            let (lo, hi) = match it.dtype {
-                DType::I32 => (Array::scalar(0i32), Array::scalar(i32::try_from(n - 1).unwrap_or(i32::MAX))),
-                _ => (Array::scalar(0u32), Array::scalar(u32::try_from(n - 1).unwrap_or(u32::MAX))),
-            };
-            let (lo, hi) = (nb.add_const(lo), nb.add_const(hi));
-            nb.push(Prim::Clamp, &[lo, idx, hi], loc.clone()).ok()?[0]
-        }
-    };
+    let len = body.b.var_type(idx).shape.dims()[0];
+    let idx = segment_ids(nb, body, e, mode, rename)?;
     let perm_dtype = if len <= i32::MAX as usize { DType::I32 } else { DType::U32 };
     let iota = Prim::Iota { dtype: perm_dtype, shape: Shape::new(&[len]), dimension: 0 };
     let iota = nb.push(iota, &[], loc.clone()).ok()?[0];
@@ -207,6 +198,40 @@ fn emit_sorted(
     let mut p = Permuter { body, rename, invariant, perm: sorted[1], memo: HashMap::new() };
     let data = p.permute(nb, updates)?;
     nb.push(Prim::SegmentSum { num_segments: n }, &[data, sorted[0]], loc).ok().map(|o| o[0])
+}
+
+/// The segment ids of scatter `e` in the new body: its indices, clamped into `[0, n)` first with
+/// `Clip` (whose indices land there; `hi` fits the dtype: larger indices than its maximum do not
+/// exist), as they are with `FillOrDrop` (a segment sum drops what the scatter drops).
+fn segment_ids(nb: &mut Function, body: &Body, e: &Eqn, mode: IndexMode, rename: &[Var]) -> Option<Var> {
+    let [operand, idx, _] = e.inputs[..] else { return None };
+    let n = body.b.var_type(operand).shape.dims()[0];
+    let dtype = body.b.var_type(idx).dtype;
+    let idx = rename[idx.index()];
+    match mode {
+        IndexMode::FillOrDrop => Some(idx),
+        IndexMode::Clip => {
+            let (lo, hi) = match dtype {
+                DType::I32 => (Array::scalar(0i32), Array::scalar(i32::try_from(n - 1).unwrap_or(i32::MAX))),
+                _ => (Array::scalar(0u32), Array::scalar(u32::try_from(n - 1).unwrap_or(u32::MAX))),
+            };
+            let (lo, hi) = (nb.add_const(lo), nb.add_const(hi));
+            nb.push(Prim::Clamp, &[lo, idx, hi], e.loc.clone()).ok().map(|o| o[0])
+        }
+    }
+}
+
+/// Emits `segment_sum(updates, ids)` in place of scatter `e` when its updates cannot be permuted
+/// (see the module doc): the same sums in the same order as the scatter, without the sort. The
+/// backend runs it as one kernel over the edges with the updates' producers fused in, on one
+/// thread when the ids are not sorted, where the scatter was a runtime step over materialized
+/// updates.
+fn emit_unsorted(nb: &mut Function, body: &Body, e: &Eqn, mode: IndexMode, rename: &[Var]) -> Option<Var> {
+    let [operand, _, updates] = e.inputs[..] else { return None };
+    let n = body.b.var_type(operand).shape.dims()[0];
+    let ids = segment_ids(nb, body, e, mode, rename)?;
+    let sum = Prim::SegmentSum { num_segments: n };
+    nb.push(sum, &[rename[updates.index()], ids], e.loc.clone()).ok().map(|o| o[0])
 }
 
 /// Builds `v[perm]` (rows of an `[E, ...]` variable of the old body in sorted order) in the new body.

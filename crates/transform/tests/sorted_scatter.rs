@@ -1,8 +1,9 @@
 //! `sort_scan_scatters`: a scatter-add with loop-invariant indices in a scan body becomes a segment
 //! sum over indices sorted once (then hoisted by LICM), with the same bits as the scatter for
 //! duplicate, negative and too-large indices and NaN, ±inf, -0.0 and order-sensitive values; and
-//! where it must not apply (indices or an edge array that change per step, a non-zero operand,
-//! a one-step scan), the program is left as it was.
+//! where it must not apply (indices that change per step, a non-zero operand, a one-step scan), the
+//! program is left as it was; updates that are a per-step edge array get a segment sum without the
+//! sort.
 
 use kiln_ir::{Array, Function, Prim, eval, parse, verify};
 use kiln_transform::{hoist_scan_invariants, sort_scan_scatters};
@@ -133,19 +134,43 @@ fn what_the_rewrite_must_leave_alone() {
       in (c2, s) }] c xs
   in (d, e) }";
     assert_eq!(sort_scan_scatters(&parsed(variant)).1, 0);
-    // Invariant indices, but updates that are a per-step edge array (W2's spring forces): the
-    // permutation would be a gather at every step.
-    let per_step = "{ lambda i:i32[8] c:f32[5] xs:f32[3,8] . let
-    d:f32[5] = scan[length=3 reverse=false num_consts=1 num_carry=1 body={ lambda i:i32[8] c:f32[5] x:f32[8] ; z:f32[] = 0.0 . let
+}
+
+/// Invariant indices, but updates that are a per-step edge array (W2's spring forces): permuting
+/// them would be a gather at every step, so the scatter becomes a segment sum over the indices as
+/// they are (clamped first under `clip`, a loop-invariant clamp that LICM hoists), with no sort,
+/// and the same bits for duplicate, negative and too-large indices and special values.
+#[test]
+fn per_step_updates_become_an_unsorted_segment_sum() {
+    for mode in ["fill", "clip"] {
+        let per_step = format!(
+            "{{ lambda i:i32[8] c:f32[5] xs:f32[3,8] . let
+    d:f32[5] = scan[length=3 reverse=false num_consts=1 num_carry=1 body={{ lambda i:i32[8] c:f32[5] x:f32[8] ; z:f32[] = 0.0 . let
         zn:f32[5] = broadcast_in_dim[shape=(5,) broadcast_dimensions=()] z
-        s:f32[5] = scatter_add[axis=0 batch_dims=0 mode=fill] zn i x
+        s:f32[5] = scatter_add[axis=0 batch_dims=0 mode={mode}] zn i x
         c2:f32[5] = add c s
-      in (c2) }] i c xs
-  in (d) }";
-    let f = parsed(per_step);
-    let (g, n) = sort_scan_scatters(&f);
-    assert_eq!(n, 0);
-    assert_eq!(g, f);
+      in (c2) }}] i c xs
+  in (d) }}"
+        );
+        let f = parsed(&per_step);
+        let (g, n, h) = rewrite(&f);
+        assert_eq!(n, 1, "{mode}");
+        assert_eq!(names(body(&g)).iter().filter(|&&p| p == "segment_sum").count(), 1, "{g}");
+        assert!(!names(body(&h)).iter().any(|&p| p == "sort" || p == "clamp" || p == "scatter_add"), "{h}");
+        let xs: Vec<f32> = [1.5, f32::NAN, -0.0, 1e30, -1e30, f32::INFINITY, 0.25, -2.0]
+            .iter()
+            .cycle()
+            .take(24)
+            .copied()
+            .collect();
+        let args = [
+            Array::from_vec(&[8], vec![4i32, -1, 2, 4, 7, 0, 2, 4]),
+            Array::from_vec(&[5], vec![-0.0f32, 1.0, 2.0, -0.0, 3.0]),
+            Array::from_vec(&[3, 8], xs),
+        ];
+        assert_same_bits(&f, &g, &args);
+        assert_same_bits(&f, &h, &args);
+    }
 }
 
 /// u32 indices under `clip` (clamped before the sort), rows of two elements (`[E, 2]` updates
