@@ -21,8 +21,9 @@
 //! ([`leaf_fed`]: `ct · c` in W1's adjoint stencil), may be evaluated up to [`LEAF_FED_LIMIT`]
 //! times: each evaluation is one op and one load, where its materialized result costs a kernel
 //! and a load per read anyway. A `pad` counts one evaluation of its operand per output row, not
-//! per output element (the kernel evaluates it only inside its columns). A gather that reads its table at least once per table element on average
-//! (a message gather over a graph's edges) takes only single-array producers inline
+//! per output element (the kernel evaluates it only inside its columns). A gather that reads its
+//! table at least once per table element on average (a message gather over a graph's edges) takes
+//! only single-array producers inline
 //! ([`scattered_ok`]): each inlined operand array would add one random-access read per gathered
 //! element. Reductions are always kernel roots (inlining
 //! them would recompute a whole loop per consumer element), and so are `dot_general`s with a small

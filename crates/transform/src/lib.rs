@@ -14,8 +14,9 @@
 //! * [`dce`]: dead-code elimination.
 //! * [`hoist_scan_invariants`]: loop-invariant code motion out of `scan`; before it,
 //!   [`sort_scan_scatters`] turns scatter-adds with loop-invariant indices into segment sums (over
-//!   indices sorted once where their updates can be permuted), and [`transpose_scan_dot_constants`] gives loop constants read by a
-//!   product a layout whose lanes are contiguous.
+//!   indices sorted once where their updates can be permuted), and
+//!   [`transpose_scan_dot_constants`] gives loop constants read by a product a layout whose lanes
+//!   are contiguous.
 //! * [`simplify`](mod@simplify): equality-saturation simplification with egg (named IEEE-exact rules,
 //!   a DAG-cost extractor, bounded per-region runs).
 #![warn(missing_docs)]

@@ -42,9 +42,10 @@ pub(super) fn mem() -> MemFlagsData {
 /// never writes a buffer it reads as an input (`plan`: outputs are placed before inputs are freed;
 /// a donated buffer read by the step writing it computes in a spill slot), so stores to outputs
 /// cannot change an input; a later member reading an earlier member's output has that leaf in the
-/// output region (the table names that buffer twice: as a leaf and as the output). Tagging the accesses lets Cranelift's redundant-load elimination reuse an input load across
-/// output stores: W2's gather member `x[b[i], j] - x[a[i], j]` reloaded and re-clamped both indices
-/// for `j = 1` after storing `j = 0`. Loads and stores of stack buffers (tiles, pairwise partials)
+/// output region (the table names that buffer twice: as a leaf and as the output). Tagging the
+/// accesses lets Cranelift's redundant-load elimination reuse an input load across output stores:
+/// W2's gather member `x[b[i], j] - x[a[i], j]` reloaded and re-clamped both indices for `j = 1`
+/// after storing `j = 0`. Loads and stores of stack buffers (tiles, pairwise partials)
 /// keep no region: in Cranelift's alias analysis a store without a region is a fence for every
 /// later load, but a load without a region only sees such fences, not stores in a region — so
 /// every access to a step buffer carries its region (rank-0 leaves loaded in the entry block too).
