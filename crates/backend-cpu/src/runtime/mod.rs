@@ -192,10 +192,12 @@ impl Table {
         Table([MaybeUninit::uninit(); MAX_KERNEL_OPERANDS])
     }
 
-    /// Writes a kernel step's pointers: its inputs, then its outputs.
-    fn fill(&mut self, step: &Step, ptr: &dyn Fn(&Loc) -> *mut u8) {
-        for (slot, l) in self.0.iter_mut().zip(step.inputs.iter().chain(&step.outputs)) {
-            slot.write(ptr(l));
+    /// Writes a kernel step's pointers: its inputs, then its outputs, then `extra` (a segment
+    /// kernel's flag).
+    fn fill(&mut self, step: &Step, ptr: &dyn Fn(&Loc) -> *mut u8, extra: &[*mut u8]) {
+        let slots = step.inputs.iter().chain(&step.outputs).map(ptr).chain(extra.iter().copied());
+        for (slot, p) in self.0.iter_mut().zip(slots) {
+            slot.write(p);
         }
     }
 
@@ -431,7 +433,7 @@ impl Executable {
             // `row_split` admits kernel steps only.
             let Op::Kernel { kernel, rows, .. } = &step.op else { continue };
             let mut table = Table::new();
-            table.fill(step, &ptr);
+            table.fill(step, &ptr, &[]);
             let (lo, hi) = if uniform { (0, *rows) } else { (lo, hi) };
             // SAFETY: as in `run_raw`, on one range; a uniform step writes this range's arena only.
             unsafe { self.kernels[*kernel](table.as_ptr(), lo, hi) };
@@ -455,7 +457,7 @@ impl Executable {
             match &step.op {
                 Op::Kernel { kernel, rows, chunks, .. } => {
                     let mut table = Table::new();
-                    table.fill(step, &ptr);
+                    table.fill(step, &ptr, &[]);
                     let kernel = self.kernels[*kernel];
                     let table = &table;
                     // SAFETY: the kernel reads its leaves and writes rows lo..hi of each of its outputs
@@ -469,10 +471,7 @@ impl Executable {
                 Op::SegmentKernel { kernel, rows, chunks, ids, out_bytes } => {
                     let flag = AtomicU8::new(0);
                     let mut table = Table::new();
-                    let slots = step.inputs.iter().chain(&step.outputs).map(ptr).chain([flag.as_ptr()]);
-                    for (slot, p) in table.0.iter_mut().zip(slots) {
-                        slot.write(p);
-                    }
+                    table.fill(step, &ptr, &[flag.as_ptr()]);
                     let (kernel, table, out) = (self.kernels[*kernel], &table, ptr(&step.outputs[0]));
                     // SAFETY: as `Op::Kernel`; the output is this step's own buffer of `out_bytes`,
                     // and ranges own disjoint segments, so parallel calls write disjoint memory
