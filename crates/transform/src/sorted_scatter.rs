@@ -114,8 +114,9 @@ fn rewrite_body(b: &Function, nc: usize, count: &mut usize) -> Function {
     let before = *count;
     for e in &b.eqns {
         if let Some(mode) = body.sortable(e, &invariant)
-            && let Some(out) = emit_sorted(&mut nb, &body, e, mode, &rename, &invariant)
-                .or_else(|| emit_unsorted(&mut nb, &body, e, mode, &rename))
+            && let Some(ids) = segment_ids(&mut nb, &body, e, mode, &rename)
+            && let Some(out) = emit_sorted(&mut nb, &body, e, ids, &rename, &invariant)
+                .or_else(|| emit_unsorted(&mut nb, &body, e, ids, &rename))
         {
             rename[e.outputs[0].index()] = out;
             *count += 1;
@@ -175,22 +176,22 @@ impl Body<'_> {
     }
 }
 
-/// Emits the sort and the segment sum replacing scatter `e` (an equation of the old body) into
-/// `nb`; returns the sum, or `None` when the permutation would reach a loop-variant array or an
-/// equation does not type (what was emitted is then dead).
+/// Emits the sort of the segment ids `idx` ([`segment_ids`], in `nb`) and the segment sum
+/// replacing scatter `e` (an equation of the old body) into `nb`; returns the sum, or `None` when
+/// the permutation would reach a loop-variant array or an equation does not type (what was emitted
+/// is then dead).
 fn emit_sorted(
     nb: &mut Function,
     body: &Body,
     e: &Eqn,
-    mode: IndexMode,
+    idx: Var,
     rename: &[Var],
     invariant: &[bool],
 ) -> Option<Var> {
-    let [operand, idx, updates] = e.inputs[..] else { return None };
+    let [operand, old_idx, updates] = e.inputs[..] else { return None };
     let loc = e.loc.clone();
     let n = body.b.var_type(operand).shape.dims()[0];
-    let len = body.b.var_type(idx).shape.dims()[0];
-    let idx = segment_ids(nb, body, e, mode, rename)?;
+    let len = body.b.var_type(old_idx).shape.dims()[0];
     let perm_dtype = if len <= i32::MAX as usize { DType::I32 } else { DType::U32 };
     let iota = Prim::Iota { dtype: perm_dtype, shape: Shape::new(&[len]), dimension: 0 };
     let iota = nb.push(iota, &[], loc.clone()).ok()?[0];
@@ -221,15 +222,14 @@ fn segment_ids(nb: &mut Function, body: &Body, e: &Eqn, mode: IndexMode, rename:
     }
 }
 
-/// Emits `segment_sum(updates, ids)` in place of scatter `e` when its updates cannot be permuted
-/// (see the module doc): the same sums in the same order as the scatter, without the sort. The
-/// backend runs it as one kernel over the edges with the updates' producers fused in, on one
-/// thread when the ids are not sorted, where the scatter was a runtime step over materialized
-/// updates.
-fn emit_unsorted(nb: &mut Function, body: &Body, e: &Eqn, mode: IndexMode, rename: &[Var]) -> Option<Var> {
+/// Emits `segment_sum(updates, ids)` (`ids` from [`segment_ids`]) in place of scatter `e` when its
+/// updates cannot be permuted (see the module doc): the same sums in the same order as the
+/// scatter, without the sort. The backend runs it as one kernel over the edges with the updates'
+/// producers fused in, on one thread when the ids are not sorted, where the scatter was a runtime
+/// step over materialized updates.
+fn emit_unsorted(nb: &mut Function, body: &Body, e: &Eqn, ids: Var, rename: &[Var]) -> Option<Var> {
     let [operand, _, updates] = e.inputs[..] else { return None };
     let n = body.b.var_type(operand).shape.dims()[0];
-    let ids = segment_ids(nb, body, e, mode, rename)?;
     let sum = Prim::SegmentSum { num_segments: n };
     nb.push(sum, &[rename[updates.index()], ids], e.loc.clone()).ok().map(|o| o[0])
 }
