@@ -13,7 +13,8 @@
 //! Such an op is inlined only while its count stays at most [`RECOMPUTE_LIMIT`]; past it, it is
 //! materialized and counts restart at 1 below it. Nor is it recomputed when that would make one
 //! of its single-use producers (a transcendental, a layout change) a kernel of its own
-//! ([`forces_root`]): that trades one kernel for another. A chain of values each read twice therefore
+//! ([`forced_bytes`]): that trades one kernel for another, worth it only when the new root is
+//! smaller (a value before its broadcast). A chain of values each read twice therefore
 //! materializes every third value instead of growing as 2ⁿ, and the total work of the recomputed
 //! ops is at most `RECOMPUTE_LIMIT` times their work materialized. A value read by three quaternion
 //! formulas, or one that the simplifier's CSE merged from copies, is no longer a round trip
@@ -400,34 +401,59 @@ fn leaf_fed(f: &Function, producer: &[Option<usize>], e: &kiln_ir::Eqn) -> bool 
     arrays <= 1 && e.inputs.iter().all(|&v| fixed(v) || broadcast(v))
 }
 
-/// How far [`forces_root`] follows single-use producers before assuming the worst.
+/// How far [`forced_bytes`] follows single-use producers before assuming the worst.
 const FORCED_DEPTH: usize = 8;
 
-/// Whether recomputing `e` in several kernels, `count` evaluations per element, would turn one of
-/// its single-use producers into a new kernel root: one that is inlined into `e`'s kernel when `e`
-/// is materialized, but cannot follow `e` into every consumer (not [`duplicable`], not
-/// [`recomputable`] within [`RECOMPUTE_LIMIT`]), directly or below such producers. Recomputing `e`
-/// then saves its kernel but adds another (on the ant's substep, without this check, 191 → 209).
-fn forces_root(
+/// The bytes of the single-use producers that recomputing `e` in several kernels, `count`
+/// evaluations per element, would turn into new kernel roots (0 if none, `u64::MAX` past
+/// [`FORCED_DEPTH`]): producers that are inlined into `e`'s kernel when `e` is materialized, but
+/// cannot follow `e` into every consumer (not [`duplicable`], not [`recomputable`] within
+/// [`RECOMPUTE_LIMIT`]), directly or below producers that do. A [`costly`] producer that `e`'s
+/// kernel would evaluate more than once per element (`repeated`: below a growing broadcast) is a
+/// root whatever `e` becomes, so it counts nothing. Recomputing `e` saves its kernel but adds
+/// another (on the ant's substep, recomputing regardless took 191 → 209 kernels), which pays only
+/// when the new roots materialize fewer bytes than `e` does ([`recompute_pays`]).
+#[allow(clippy::too_many_arguments)]
+fn forced_bytes(
     f: &Function,
     producer: &[Option<usize>],
     uses: &[usize],
     is_output: &[bool],
     e: &kiln_ir::Eqn,
     count: u64,
+    repeated: bool,
     depth: usize,
-) -> bool {
-    e.inputs.iter().enumerate().any(|(k, v)| {
-        let Some(p) = producer[v.index()] else { return false };
+) -> u64 {
+    e.inputs.iter().enumerate().fold(0u64, |total, (k, v)| {
+        let Some(p) = producer[v.index()] else { return total };
         let pe = &f.eqns[p];
         // Materialized or decided on its own whatever `e` becomes.
         if lowering(f, pe) != Lowering::Inlinable || is_output[v.index()] || uses[v.index()] != 1 {
-            return false;
+            return total;
+        }
+        let repeated = repeated || rereads(f, e, k);
+        if repeated && costly(&pe.prim) {
+            return total;
         }
         let c = count.saturating_mul(reads(f, e, k));
         let follows = duplicable(f, pe) || (recomputable(pe) && c <= RECOMPUTE_LIMIT);
-        !follows || depth == 0 || forces_root(f, producer, uses, is_output, pe, c, depth - 1)
+        let forced = if !follows {
+            f.var_type(pe.outputs[0]).bytes() as u64
+        } else if depth == 0 {
+            u64::MAX
+        } else {
+            forced_bytes(f, producer, uses, is_output, pe, c, repeated, depth - 1)
+        };
+        total.saturating_add(forced)
     })
+}
+
+/// Whether recomputing a value of `own` bytes, which would make producers of `forced` bytes kernel
+/// roots ([`forced_bytes`]), moves fewer bytes than materializing it: each root is written once and
+/// read by the same consumer kernels, so the smaller side wins (a value before a broadcast that `e`
+/// reads, say); none forced, recomputing always pays.
+fn recompute_pays(forced: u64, own: u64) -> bool {
+    forced == 0 || forced < own
 }
 
 /// Whether `e`'s operand `slot` is read at data-dependent positions at least once per element of
@@ -618,7 +644,10 @@ pub(crate) fn assign(f: &Function) -> Vec<Role> {
                         || duplicable(f, e)
                         || (recomputable(e)
                             && count <= RECOMPUTE_LIMIT
-                            && !forces_root(f, &producer, &uses, &is_output, e, count, FORCED_DEPTH))
+                            && recompute_pays(
+                                forced_bytes(f, &producer, &uses, &is_output, e, count, false, FORCED_DEPTH),
+                                f.var_type(out).bytes() as u64,
+                            ))
                         || (recomputable(e) && count <= LEAF_FED_LIMIT && leaf_fed(f, &producer, e)));
                 // Evaluated more than once per element inside the consumer's kernel?
                 repeated[i] = inline

@@ -487,3 +487,26 @@ fn a_column_read_as_a_vector_by_two_kernels_is_recomputed_in_each() {
     assert_eq!(out[0].to_vec::<f32>().unwrap()[5], 12.25);
     assert_eq!(out[1].to_vec::<f32>().unwrap()[5], -5.5);
 }
+
+#[test]
+fn a_broadcast_division_under_a_product_read_twice_is_materialized_before_the_broadcast() {
+    // m = broadcast(a / b) * y is read by two roots. Recomputing m in both leaves the division
+    // (single use, too costly to recompute) a kernel of its own: one root for another, but the
+    // division's [3] result is half the size of m's [3,2], so it is the one materialized (W2's
+    // backward spring forces). Bytes per call, f32: kernel d reads a, b and writes d (36); s and t
+    // each read d and y and write 6 floats (60 each) — 156, where materializing m moved 216
+    // (m: 12 + 12 + 24 read, 24 written; s, t: 24 + 24 read, 24 written).
+    let src = "{ lambda a:f32[3] b:f32[3] y:f32[3,2] . let
+        d:f32[3] = div a b
+        q:f32[3,2] = broadcast_in_dim[shape=(3, 2) broadcast_dimensions=(0,)] d
+        m:f32[3,2] = mul q y
+        s:f32[3,2] = add m y
+        t:f32[3,2] = mul m y
+      in (s, t) }";
+    let y = Array::from_vec(&[3, 2], vec![1.5f32, -2.0, 0.0, -0.0, 3.0, 0.25]);
+    let args = [v(&[1.0, -3.0, 0.5]), v(&[4.0, 2.0, -0.25]), y];
+    check(src, &args, 3);
+    let one_each = CompileOptions { multi_output: false, ..CompileOptions::default() };
+    let exe = compile_with(&parse(src).unwrap(), &one_each).unwrap();
+    assert_eq!(exe.cost_report().bytes_moved, 156);
+}
