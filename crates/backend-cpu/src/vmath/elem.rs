@@ -1,34 +1,43 @@
 //! The element functions behind each tile function: one per (function, dtype), each a thin wrapper of
-//! a [`kernels`](super::kernels) kernel with its coefficient tables. f32 goes through f64 (tanh,
-//! logistic, sin and cos through f32-only kernels without the f64 ones' double-double steps).
+//! a kernel with its coefficient tables. f64 runs the [`kernels`](super::kernels) kernels; f32 runs
+//! the f32 ones of [`kernels_f32`](super::kernels_f32), but for sin and cos, which go through f64
+//! (kernels without the f64 ones' double-double steps).
 
-use super::kernels::{self as k, COS_F32, COS_F64, EXP_F32, EXP_F64, LOG_F32, LOG_F64, SIN_F32, SIN_F64};
+use super::kernels::{self as k, COS_F32, COS_F64, EXP_F64, LOG_F64, SIN_F32, SIN_F64};
+use super::kernels_f32 as k32;
 
-macro_rules! elem_fns {
-    ($($name32:ident $name64:ident = |$x:ident, $c:ident| $body:expr, $c32:expr, $c64:expr;)*) => {$(
-        #[inline(always)]
-        pub(crate) fn $name32(x: f32) -> f32 {
-            let $x = x as f64;
-            let $c = &$c32;
-            $body as f32
-        }
-        #[inline(always)]
-        pub(crate) fn $name64($x: f64) -> f64 {
-            let $c = &$c64;
-            $body
-        }
-    )*};
+#[inline(always)]
+pub(crate) fn exp_f64(x: f64) -> f64 {
+    k::exp(x, &EXP_F64)
 }
-
-elem_fns! {
-    exp_f32 exp_f64 = |x, c| k::exp(x, c), EXP_F32, EXP_F64;
-    expm1_f32 expm1_f64 = |x, c| k::expm1(x, c), EXP_F32, EXP_F64;
-    log_f32 log_f64 = |x, c| k::log(x, c), LOG_F32, LOG_F64;
-    log1p_f32 log1p_f64 = |x, c| k::log1p(x, c), LOG_F32, LOG_F64;
+#[inline(always)]
+pub(crate) fn expm1_f64(x: f64) -> f64 {
+    k::expm1(x, &EXP_F64)
 }
-
-// tanh, logistic, sin and cos: the f32 functions skip the f64 ones' double-double steps (see
-// `kernels`' f32-only variants).
+#[inline(always)]
+pub(crate) fn log_f64(x: f64) -> f64 {
+    k::log(x, &LOG_F64)
+}
+#[inline(always)]
+pub(crate) fn log1p_f64(x: f64) -> f64 {
+    k::log1p(x, &LOG_F64)
+}
+#[inline(always)]
+pub(crate) fn exp_f32(x: f32) -> f32 {
+    k32::exp(x)
+}
+#[inline(always)]
+pub(crate) fn expm1_f32(x: f32) -> f32 {
+    k32::expm1(x)
+}
+#[inline(always)]
+pub(crate) fn log_f32(x: f32) -> f32 {
+    k32::log(x)
+}
+#[inline(always)]
+pub(crate) fn log1p_f32(x: f32) -> f32 {
+    k32::log1p(x)
+}
 #[inline(always)]
 pub(crate) fn tanh_f64(x: f64) -> f64 {
     k::tanh(x, &EXP_F64)
@@ -47,11 +56,11 @@ pub(crate) fn cos_f64(x: f64) -> f64 {
 }
 #[inline(always)]
 pub(crate) fn tanh_f32(x: f32) -> f32 {
-    k::tanh_f32(x as f64, &EXP_F32) as f32
+    k32::tanh(x)
 }
 #[inline(always)]
 pub(crate) fn logistic_f32(x: f32) -> f32 {
-    k::logistic_f32(x as f64, &EXP_F32) as f32
+    k32::logistic(x)
 }
 #[inline(always)]
 pub(crate) fn sin_f32(x: f32) -> f32 {

@@ -1,10 +1,10 @@
-//! Per-element kernels, all evaluated in f64.
+//! Per-element kernels evaluated in f64: every f64 function, and f32 sin and cos (the other f32
+//! functions run in f32, [`kernels_f32`](super::kernels_f32), with this module's f32 tables).
 //!
 //! Every kernel is `#[inline(always)]`, branch-free (only selects, which LLVM turns into blends) and
-//! generic over its polynomial coefficients: the f64 functions use the full-degree tables, the f32
-//! functions widen to f64 and use shorter tables fitted to ~2⁻³² (an f32 result then carries at most
-//! 0.5 + 2⁻⁸ ulp of polynomial error, and f32 needs no hi/lo splits, no subnormal handling and no
-//! overflow care of its own: f32's whole range is normal in f64).
+//! generic over its polynomial coefficients: the f64 functions use the full-degree tables, f32 sin
+//! and cos widen to f64 and use shorter tables fitted to ~2⁻³² (an f32 result then carries at most
+//! 0.5 + 2⁻⁸ ulp of polynomial error, and needs no hi/lo splits of its own).
 //!
 //! Coefficients: weighted minimax fits (Lawson iteration in 60-digit `mpmath`, on 400 Chebyshev
 //! nodes), rounded to f64. The comment above each table gives the max weighted error of the rounded
@@ -280,12 +280,11 @@ pub(crate) fn logistic<const N: usize>(x: f64, c: &ExpC<N>) -> f64 {
     ratio_1p(sel(x >= 0.0, 1.0, e), e)
 }
 
-// ---- f32-only variants ----------------------------------------------------------------------------
-// The f64 functions above carry some steps in double-double (the π/2 reduction's TwoSum, expm1's
-// exact 2ᵏ·r + (2ᵏ - 1), ratio_1p's remainder division) to reach 1 ulp in f64. An f32 result needs
-// none of it: each plain f64 rounding adds at most 2⁻⁵³ relative error, about 2⁻²⁹ of an f32 ulp,
-// against the f32 tables' 2⁻⁸ ulp (`tests/vmath_ulp.rs` measures the same bounds). Without them the
-// f32 tanh has one division instead of two and no TwoSum, and sin/cos no TwoSum.
+// ---- f32 sin and cos ------------------------------------------------------------------------------
+// The f64 functions above carry some steps in double-double (the π/2 reduction's TwoSum) to reach
+// 1 ulp in f64. An f32 result needs none of it: each plain f64 rounding adds at most 2⁻⁵³ relative
+// error, about 2⁻²⁹ of an f32 ulp, against the f32 tables' 2⁻⁸ ulp (`tests/vmath_ulp.rs` measures
+// the same bounds). The other f32 functions run in f32 (`kernels_f32`).
 
 /// sin x (`cos = false`) or cos x for an f32 `x` widened to f64: the three-part π/2 reduction in
 /// plain fused multiply-adds (the first, with a 33-bit part, exact), then `sincos`'s polynomials.
@@ -302,28 +301,4 @@ pub(crate) fn sincos_f32<const N: usize>(x: f64, cos: bool, s: &[f64; N], c_: &[
     let v = sel(q & 1 == 0, sin_r, cos_r);
     let v = f64::from_bits(v.to_bits() ^ (((q as u64) & 2) << 62));
     sel(x == 0.0 && !cos, x, v)
-}
-
-/// expm1 x for x in [0, 40] (tanh's argument): 2ᵏ·(r + r²P(r)) + (2ᵏ - 1), no cancellation for k ≥ 0.
-#[inline(always)]
-fn expm1_nonneg_f32<const N: usize>(x: f64, c: &ExpC<N>) -> f64 {
-    let (k, r, _) = exp_reduce(x);
-    let s = pow2(k);
-    s.mul_add(r.mul_add(r * poly(r, c), r), s - 1.0)
-}
-
-/// tanh x for an f32 `x` widened to f64: copysign(h / (1 + h), x) with h = expm1(2|x|)/2, one division.
-#[inline(always)]
-pub(crate) fn tanh_f32<const N: usize>(x: f64, c: &ExpC<N>) -> f64 {
-    let a = x.abs();
-    let a = sel(a > 20.0, 20.0, a);
-    let h = 0.5 * expm1_nonneg_f32(2.0 * a, c);
-    (h / (1.0 + h)).copysign(x)
-}
-
-/// logistic x for an f32 `x` widened to f64: 1/(1 + e) or e/(1 + e) with e = exp(-|x|), one division.
-#[inline(always)]
-pub(crate) fn logistic_f32<const N: usize>(x: f64, c: &ExpC<N>) -> f64 {
-    let e = exp(-x.abs(), c);
-    sel(x >= 0.0, 1.0, e) / (1.0 + e)
 }

@@ -21,12 +21,15 @@
 //! allocates; `n = 0` does nothing.
 //!
 //! # Algorithms
-//! All kernels compute in f64. The f32 functions widen, run the same kernel with shorter polynomials
-//! (fitted to ~2⁻³², so the f32 result is nearly correctly rounded), and narrow; this costs about 2× a
-//! pure-f32 kernel (half the lanes) but needs no extra-precision tricks, and f32 subnormals, overflow
-//! and underflow fall out of the f64 arithmetic. The f32 tanh, logistic, sin and cos also skip the
-//! double-double steps their f64 kernels need for 1 ulp (the reduction's TwoSum, expm1's exact sum,
-//! a second division): a plain f64 rounding is ~2⁻²⁹ of an f32 ulp (same measured errors below).
+//! The f64 kernels (`kernels`) reach 1 ulp with a few double-double steps. The f32 exp, expm1,
+//! log, log1p, tanh and logistic run the same algorithms in f32 (`kernels_f32`: 16 lanes per
+//! AVX-512 vector, f32 divisions), with the f32 coefficient tables rounded to f32; each result
+//! carries a few f32 roundings, so they are within 0.84–1.48 ulp, not correctly rounded (XLA's own f32
+//! exp, log and tanh are polynomial approximations of this kind). Until 2026-12-01 they ran in f64
+//! and were correctly rounded but for ~2⁻⁸ ulp, at 2–2.5× the time per element (a quarter of W2's
+//! mass-spring step). f32 sin and cos still widen to f64, where a plain argument reduction is
+//! accurate to 10⁶, and skip the double-double steps their f64 kernels need for 1 ulp (a plain f64
+//! rounding is ~2⁻²⁹ of an f32 ulp).
 //! - exp: x = k·ln2 + r (Cody–Waite, two-part ln2), eʳ = 1 + r + r²P(r), 2ᵏ applied in two halves so
 //!   results underflow gradually.
 //! - expm1: 2ᵏ·expm1(r) + (2ᵏ - 1) in one fma, expm1(r) = r + r²P(r) (same P as exp).
@@ -34,15 +37,19 @@
 //!   the rounding error of 1 + x back as c/(1+x).
 //! - sin, cos: q = round(2x/π), r = x - q·π/2 with a three-part π/2 (the first two parts of 33 bits, so
 //!   q·part is exact), sin/cos polynomials on |r| ≤ π/4 selected by the quadrant.
-//! - tanh: E/(E+2) with E = expm1(2|x|), sign restored; logistic: 1/(1+e) or e/(1+e), e = exp(-|x|).
+//! - tanh: E/(E+2) with E = expm1(2|x|), sign restored (f32: an odd polynomial x + x³P(x²) below
+//!   |x| = 0.55, where the quotient would add expm1's error at full weight); logistic: 1/(1+e) or
+//!   e/(1+e), e = exp(-|x|).
 //!
 //! # Accuracy (measured)
 //! Max error in ulp, measured by `tests/vmath_ulp.rs` (which asserts these numbers).
-//! - f32, against the unrounded f64 libm value (so ≥ 0.5 wherever the result is inexact; the f32
-//!   functions are correctly rounded but for ~2⁻⁸ ulp): every 256th f32 in [-10, 10] (8.5·10⁶ points,
-//!   log-spaced, subnormals included), 10⁶ random bit patterns (the whole domain, inf and NaN
-//!   included), 10⁶ uniform in [-100, 100]; sin/cos also every 64th f32 in [-10⁴, 10⁴] (3.7·10⁷)
-//!   and 10⁶ uniform there.
+//! - f32, against the unrounded f64 libm value (so ≥ 0.5 wherever the result is inexact): every one
+//!   of the 2³² f32 inputs for the f32-evaluated functions (2026-12-01, a scratch run of the test's
+//!   comparison; the test itself samples every 256th f32 in [-10, 10] (8.5·10⁶ points, log-spaced,
+//!   subnormals included), 10⁶ random bit patterns (the whole domain, inf and NaN included) and 10⁶
+//!   uniform in [-100, 100], and asserts the exhaustive maxima); sin/cos (through f64, correctly
+//!   rounded but for ~2⁻⁸ ulp) on the samples, plus every 64th f32 in [-10⁴, 10⁴] (3.7·10⁷) and 10⁶
+//!   uniform there.
 //! - f64, against glibc through std (tanh and logistic: a double-double evaluation on glibc's expm1 and
 //!   exp). glibc is itself within ~1 ulp, so these integer distances can be off by that much from the
 //!   true error: 2·10⁶ log-uniform magnitudes in [2⁻¹⁰⁷⁴, 10] of both signs, 2·10⁶ uniform in
@@ -51,14 +58,14 @@
 //!
 //! | function | f32 | f64 (vs glibc) | bound (issue 5) |
 //! |---|---|---|---|
-//! | exp      | 0.501 | 1 | 2 |
-//! | expm1    | 0.504 | 1 | 2 |
-//! | log      | 0.500 | 1 | 2 |
-//! | log1p    | 0.500 | 1 | 2 |
+//! | exp      | 0.998 | 1 | 2 |
+//! | expm1    | 1.437 | 1 | 2 |
+//! | log      | 0.840 | 1 | 2 |
+//! | log1p    | 0.840 | 1 | 2 |
 //! | sin      | 0.500 | 1 | 2 (\|x\| ≤ 10⁴; measured to 10⁶) |
 //! | cos      | 0.500 | 1 | 2 (\|x\| ≤ 10⁴; measured to 10⁶) |
-//! | tanh     | 0.503 | 2 | 3 |
-//! | logistic | 0.501 | 2 | 3 |
+//! | tanh     | 0.850 | 2 | 3 |
+//! | logistic | 1.480 | 2 | 3 |
 //!
 //! Speed (`benches/vmath.rs`, AVX-512 level, tiles of 256, 2-core VM under load from other builds, so
 //! ±30%): ns/element at 4096 elements, tile vs a scalar std loop — f32: exp 0.84 vs 3.7, expm1 1.2 vs
@@ -66,7 +73,10 @@
 //! vs 4.3; f64: exp 1.2 vs 6.3, expm1 1.4 vs 12, log 1.4 vs 7.1, log1p 1.5 vs 8.4, sin 1.9 vs 8.8,
 //! cos 1.7 vs 9.3, tanh 2.6 vs 13, logistic 2.3 vs 7.5. At 10⁶ elements within ~1.5× of these.
 //! Without the double-double steps (2026-11-30, back to back, criterion medians at 4096): f32 sin
-//! 1.29 → 0.94, cos 1.34 → 0.87, tanh 2.03 → 1.04, logistic 1.82 → 1.17 ns/element.
+//! 1.29 → 0.94, cos 1.34 → 0.87, tanh 2.03 → 1.04, logistic 1.82 → 1.17 ns/element. Evaluated in
+//! f32 (2026-12-01, another AVX-512 VM, back to back, criterion medians at 4096): exp 0.72 → 0.29,
+//! expm1 1.00 → 0.35, log 1.10 → 0.56, log1p 0.99 → 0.47, tanh 0.84 → 0.61, logistic 0.98 → 0.55
+//! ns/element (sin, cos 0.87 unchanged).
 //!
 //! Beyond the table's domains: sin/cos take the vector path for |x| ≤ 10⁶ and recompute larger
 //! arguments (and ±inf) lane by lane with std's libm (exact, slower); on the vector path the reduction
@@ -82,6 +92,7 @@
 
 pub(crate) mod elem;
 pub(crate) mod kernels;
+pub(crate) mod kernels_f32;
 
 use std::sync::OnceLock;
 
