@@ -13,12 +13,13 @@
 //! Such an op is inlined only while its count stays at most [`RECOMPUTE_LIMIT`]; past it, it is
 //! materialized and counts restart at 1 below it. Nor is it recomputed when that would make one
 //! of its single-use producers (a transcendental, a layout change) a kernel of its own
-//! ([`forced_bytes`]): that trades one kernel for another, worth it only when the new root is
-//! smaller (a value before its broadcast). A chain of values each read twice therefore
-//! materializes every third value instead of growing as 2ⁿ, and the total work of the recomputed
-//! ops is at most `RECOMPUTE_LIMIT` times their work materialized. A value read by three quaternion
-//! formulas, or one that the simplifier's CSE merged from copies, is no longer a round trip
-//! through memory. An op reading a single array and broadcasts, none of them recomputed
+//! ([`recompute_walk`]): that trades one kernel for another, worth it only when the new root is
+//! smaller (a value before its broadcast); nor when re-reading its inputs in every consumer kernel
+//! moves more bytes than writing and reading it back ([`recompute_pays`]). A chain of values each
+//! read twice therefore materializes every third value instead of growing as 2ⁿ, and the total
+//! work of the recomputed ops is at most `RECOMPUTE_LIMIT` times their work materialized. A value
+//! read by three quaternion formulas, or one that the simplifier's CSE merged from copies, is no
+//! longer a round trip through memory. An op reading a single array and broadcasts, none of them recomputed
 //! ([`leaf_fed`]: `ct · c` in W1's adjoint stencil), may be evaluated up to [`LEAF_FED_LIMIT`]
 //! times: each evaluation is one op and one load, where its materialized result costs a kernel
 //! and a load per read anyway. A `pad` counts one evaluation of its operand per output row, not
@@ -382,8 +383,10 @@ fn recomputable(e: &kiln_ir::Eqn) -> bool {
 /// each costs one arithmetic op and the load of its one array operand, which replaces the load of
 /// the materialized result, so recomputing saves a kernel and a write-and-read-back of the result.
 /// W1's gradient step reads `ct · c` at five offsets (its adjoint stencil): a kernel of its own
-/// was a tenth of the step.
-pub(crate) const LEAF_FED_LIMIT: u64 = 8;
+/// was a tenth of the step. W3's backward day evaluates `t - t_inf` 11 times per element over its
+/// kernels once the simplifier has merged the copies the gradient made (at 8, that merged value
+/// was materialized, 400 KB written and read back per day, and the simplified program refused).
+pub(crate) const LEAF_FED_LIMIT: u64 = 16;
 
 /// Whether `e` reads at most one array that is not a broadcast, and only values no kernel will
 /// recompute: parameters, constants, results of kernel roots and runtime steps, and broadcasts
@@ -401,59 +404,121 @@ fn leaf_fed(f: &Function, producer: &[Option<usize>], e: &kiln_ir::Eqn) -> bool 
     arrays <= 1 && e.inputs.iter().all(|&v| fixed(v) || broadcast(v))
 }
 
-/// How far [`forced_bytes`] follows single-use producers before assuming the worst.
+/// How far [`recompute_walk`] follows single-use producers before assuming the worst.
 const FORCED_DEPTH: usize = 8;
 
-/// The bytes of the single-use producers that recomputing `e` in several kernels, `count`
-/// evaluations per element, would turn into new kernel roots (0 if none, `u64::MAX` past
-/// [`FORCED_DEPTH`]): producers that are inlined into `e`'s kernel when `e` is materialized, but
-/// cannot follow `e` into every consumer (not [`duplicable`], not [`recomputable`] within
-/// [`RECOMPUTE_LIMIT`]), directly or below producers that do. A [`costly`] producer that `e`'s
-/// kernel would evaluate more than once per element (`repeated`: below a growing broadcast) is a
-/// root whatever `e` becomes, so it counts nothing. Recomputing `e` saves its kernel but adds
-/// another (on the ant's substep, recomputing regardless took 191 → 209 kernels), which pays only
-/// when the new roots materialize fewer bytes than `e` does ([`recompute_pays`]).
+/// What recomputing a value in each of its consumers costs beyond materializing it (see
+/// [`recompute_walk`], [`recompute_pays`]).
+#[derive(Default)]
+struct Recompute {
+    /// Bytes of the producers that would become kernel roots (`u64::MAX`: past [`FORCED_DEPTH`]).
+    forced: u64,
+    /// The materialized arrays one evaluation reads (parameters, roots, runtime results, forced
+    /// producers; rank-0 values are registers), each once, with the bytes read from it (a column
+    /// sliced from a `[40, 2]` array reads half of it).
+    leaves: Vec<(kiln_ir::Var, u64)>,
+}
+
+/// The use graph [`recompute_walk`] follows.
+struct Uses<'a> {
+    f: &'a Function,
+    /// The equation computing each variable (none for parameters and constants).
+    producer: &'a [Option<usize>],
+    /// Operand slots reading each variable.
+    uses: &'a [usize],
+    is_output: &'a [bool],
+}
+
+/// Walks the producers that would follow `e` into every consumer if `e`, evaluated `count` times
+/// per element, were recomputed rather than materialized: single-use inlinable producers that are
+/// [`duplicable`] or [`recomputable`] within [`RECOMPUTE_LIMIT`]. A producer that cannot follow is
+/// forced to become a kernel root: one that is inlined into `e`'s kernel when `e` is
+/// materialized — unless it is a root whatever `e` becomes, a [`costly`] producer that `e`'s kernel
+/// would evaluate more than once per element (`repeated`: below a growing broadcast). Recomputing
+/// `e` then saves its kernel but adds another (on the ant's substep, recomputing regardless took
+/// 191 → 209 kernels). Collects those forced bytes and the arrays an evaluation of `elems`
+/// elements of `e` reads (an index remap such as a slice evaluates its operand only where it
+/// reads it); producers with other uses are decided on their own, and are taken as read through
+/// their inputs where they are cheap enough to be recomputed themselves (`shared`: no forced
+/// bytes below them).
 #[allow(clippy::too_many_arguments)]
-fn forced_bytes(
-    f: &Function,
-    producer: &[Option<usize>],
-    uses: &[usize],
-    is_output: &[bool],
+fn recompute_walk(
+    g: &Uses,
     e: &kiln_ir::Eqn,
     count: u64,
     repeated: bool,
+    shared: bool,
+    elems: u64,
     depth: usize,
-) -> u64 {
-    e.inputs.iter().enumerate().fold(0u64, |total, (k, v)| {
-        let Some(p) = producer[v.index()] else { return total };
+    acc: &mut Recompute,
+) {
+    let f = g.f;
+    let leaf = |acc: &mut Recompute, v: kiln_ir::Var, elems: u64| {
+        let t = f.var_type(v);
+        if t.rank() == 0 {
+            return;
+        }
+        let read = elems.saturating_mul(t.dtype.size_bytes() as u64);
+        match acc.leaves.iter_mut().find(|(w, _)| *w == v) {
+            Some((_, b)) => *b = (*b).max(read),
+            None => acc.leaves.push((v, read)),
+        }
+    };
+    for (k, &v) in e.inputs.iter().enumerate() {
+        // Each evaluated element reads at most one element of each operand (a broadcast reads
+        // its smaller operand whole).
+        let elems = elems.min(f.var_type(v).shape.size() as u64);
+        let Some(p) = g.producer[v.index()] else {
+            leaf(acc, v, elems);
+            continue;
+        };
         let pe = &f.eqns[p];
-        // Materialized or decided on its own whatever `e` becomes.
-        if lowering(f, pe) != Lowering::Inlinable || is_output[v.index()] || uses[v.index()] != 1 {
-            return total;
+        // Materialized whatever `e` becomes.
+        if lowering(f, pe) != Lowering::Inlinable || g.is_output[v.index()] {
+            leaf(acc, v, elems);
+            continue;
         }
         let repeated = repeated || rereads(f, e, k);
-        if repeated && costly(&pe.prim) {
-            return total;
-        }
         let c = count.saturating_mul(reads(f, e, k));
+        if shared || g.uses[v.index()] != 1 {
+            // Decided on its own: read through its inputs if it is likely recomputed.
+            if depth > 0 && (duplicable(f, pe) || recomputable(pe)) {
+                recompute_walk(g, pe, c, repeated, true, elems, depth - 1, acc);
+            } else {
+                leaf(acc, v, elems);
+            }
+            continue;
+        }
         let follows = duplicable(f, pe) || (recomputable(pe) && c <= RECOMPUTE_LIMIT);
-        let forced = if !follows {
-            f.var_type(pe.outputs[0]).bytes() as u64
+        if repeated && costly(&pe.prim) {
+            leaf(acc, v, elems);
+        } else if !follows {
+            acc.forced = acc.forced.saturating_add(f.var_type(v).bytes() as u64);
+            leaf(acc, v, elems);
         } else if depth == 0 {
-            u64::MAX
+            acc.forced = u64::MAX;
         } else {
-            forced_bytes(f, producer, uses, is_output, pe, c, repeated, depth - 1)
-        };
-        total.saturating_add(forced)
-    })
+            recompute_walk(g, pe, c, repeated, false, elems, depth - 1, acc);
+        }
+    }
 }
 
-/// Whether recomputing a value of `own` bytes, which would make producers of `forced` bytes kernel
-/// roots ([`forced_bytes`]), moves fewer bytes than materializing it: each root is written once and
-/// read by the same consumer kernels, so the smaller side wins (a value before a broadcast that `e`
-/// reads, say); none forced, recomputing always pays.
-fn recompute_pays(forced: u64, own: u64) -> bool {
-    forced == 0 || forced < own
+/// How many distinct consumer kernels [`assign`] tracks per inlined equation (more count as that
+/// many: the byte test below only gets stricter with more kernels).
+const ROOTS_KEPT: usize = 8;
+
+/// Whether recomputing a value of `own` bytes in each of `kernels` consumer kernels moves fewer
+/// bytes than materializing it. Materialized, it is written once and read by each kernel, and its
+/// inputs are read once; recomputed, each kernel reads the inputs ([`Recompute::leaves`]; an upper
+/// bound: a kernel that reads some of them anyway gets them for free, and evaluations within one
+/// kernel share its loads), and any forced producers are written once and read by the same kernels
+/// (so the smaller side wins: a value before a broadcast that `e` reads, say). On W3's backward
+/// step, a product of six arrays read by two members of one kernel was recomputed in both: 2.4 MB
+/// more per day than materializing it.
+fn recompute_pays(r: &Recompute, own: u64, kernels: u64) -> bool {
+    let leaves: u64 = r.leaves.iter().map(|(_, b)| b).sum();
+    (r.forced == 0 || r.forced < own)
+        && kernels.saturating_sub(1).saturating_mul(leaves) <= kernels.saturating_add(1).saturating_mul(own)
 }
 
 /// Whether `e`'s operand `slot` is read at data-dependent positions at least once per element of
@@ -615,6 +680,8 @@ pub(crate) fn assign(f: &Function) -> Vec<Role> {
     // `evals[i]`: evaluations per element of the result over all kernels (see the module doc); 1 for
     // a kernel root or runtime step, which computes each element once.
     let mut evals = vec![1u64; f.eqns.len()];
+    // `roots[i]`: the kernel roots an inlined equation is computed in (at most `ROOTS_KEPT`).
+    let mut roots: Vec<Vec<usize>> = vec![Vec::new(); f.eqns.len()];
     // Consumers come after producers, so walking backwards decides every consumer first.
     for i in (0..f.eqns.len()).rev() {
         let e = &f.eqns[i];
@@ -637,17 +704,29 @@ pub(crate) fn assign(f: &Function) -> Vec<Role> {
                         count = count.saturating_add(base.saturating_mul(reads(f, ue, k)));
                     }
                 }
+                // The kernels that would compute it, were it inlined.
+                let mut kernels: Vec<usize> = Vec::new();
+                for &u in users {
+                    let of_u =
+                        if roles[u] == Role::Inline { roots[u].as_slice() } else { std::slice::from_ref(&u) };
+                    for r in of_u {
+                        if kernels.len() < ROOTS_KEPT && !kernels.contains(r) {
+                            kernels.push(*r);
+                        }
+                    }
+                }
                 let inline = !is_output[out.index()]
                     && !users.is_empty()
                     && users.iter().all(in_kernel)
                     && ((users.len() == 1 && !copied[users[0]])
                         || duplicable(f, e)
-                        || (recomputable(e)
-                            && count <= RECOMPUTE_LIMIT
-                            && recompute_pays(
-                                forced_bytes(f, &producer, &uses, &is_output, e, count, false, FORCED_DEPTH),
-                                f.var_type(out).bytes() as u64,
-                            ))
+                        || (recomputable(e) && count <= RECOMPUTE_LIMIT && {
+                            let mut r = Recompute::default();
+                            let g = Uses { f, producer: &producer, uses: &uses, is_output: &is_output };
+                            let elems = f.var_type(out).shape.size() as u64;
+                            recompute_walk(&g, e, count, false, false, elems, FORCED_DEPTH, &mut r);
+                            recompute_pays(&r, f.var_type(out).bytes() as u64, kernels.len() as u64)
+                        })
                         || (recomputable(e) && count <= LEAF_FED_LIMIT && leaf_fed(f, &producer, e)));
                 // Evaluated more than once per element inside the consumer's kernel?
                 repeated[i] = inline
@@ -666,6 +745,7 @@ pub(crate) fn assign(f: &Function) -> Vec<Role> {
                 if inline && !(repeated[i] && costly(&e.prim)) && (!scattered[i] || scattered_ok(f, e)) {
                     copied[i] = users.len() > 1 || users.iter().any(|&u| copied[u]);
                     evals[i] = count;
+                    roots[i] = kernels;
                     Role::Inline
                 } else {
                     // A root: its producers are evaluated once per its element, in order.

@@ -294,7 +294,7 @@ fn a_chain_of_twice_read_cheap_values_materializes_every_third() {
     // evaluate x[0] 2³⁰ times per element; with the budget of 4 evaluations, x[k-1] (2) and
     // x[k-2] (4) are recomputed below each root and x[k-3] (8) is materialized: roots x30, x27,
     // ..., x3 — 10 kernels (31 before recomputation), values equal to the interpreter's. x0 =
-    // neg(a) reads only a parameter, so it is recomputed up to 8 times (`LEAF_FED_LIMIT`): no
+    // neg(a) reads only a parameter, so it is recomputed up to 16 times (`LEAF_FED_LIMIT`): no
     // kernel of its own.
     let n = 30;
     let mut src = String::from("{ lambda a:f32[3] c:f32[3] . let\n x0:f32[3] = neg a\n");
@@ -509,4 +509,46 @@ fn a_broadcast_division_under_a_product_read_twice_is_materialized_before_the_br
     let one_each = CompileOptions { multi_output: false, ..CompileOptions::default() };
     let exe = compile_with(&parse(src).unwrap(), &one_each).unwrap();
     assert_eq!(exe.cost_report().bytes_moved, 156);
+}
+
+#[test]
+fn a_cheap_product_of_six_arrays_read_by_two_kernels_is_materialized() {
+    // t = a·b·c·d·e·g is read by two roots. Recomputed in both, each would read the six arrays
+    // again (16 floats of traffic per element in all: 7 read and 1 written per root) where
+    // materializing t costs 13 (t: 6 read, 1 written; each root: t and y read, 1 written). So t is
+    // a kernel (3 in all), as on W3's backward step once the simplifier had merged its copies.
+    let src = "{ lambda a:f32[4] b:f32[4] c:f32[4] d:f32[4] e:f32[4] g:f32[4] y:f32[4] . let
+        p:f32[4] = mul a b
+        q:f32[4] = mul p c
+        r:f32[4] = mul q d
+        s:f32[4] = mul r e
+        t:f32[4] = mul s g
+        u:f32[4] = add t y
+        w:f32[4] = mul t y
+      in (u, w) }";
+    let args: Vec<Array> =
+        (0..7).map(|k| v(&[1.5 + k as f32, -0.5, 2.0 - k as f32 * 0.25, 0.125 * k as f32])).collect();
+    check(src, &args, 3);
+    let one_each = CompileOptions { multi_output: false, ..CompileOptions::default() };
+    let exe = compile_with(&parse(src).unwrap(), &one_each).unwrap();
+    assert_eq!(exe.cost_report().bytes_moved, 13 * 16);
+}
+
+#[test]
+fn a_scaled_array_read_by_ten_kernels_is_recomputed_in_each() {
+    // m = x·c reads one array and a broadcast scalar: each of its ten readers loads x instead of m,
+    // the same bytes, and saves m's kernel and its write (10 kernels, not 11).
+    let outs: Vec<String> = (0..10).map(|k| format!("o{k}")).collect();
+    let body: String = (0..10).map(|k| format!("        o{k}:f32[4] = add m y{k}\n")).collect();
+    let ys: String = (0..10).map(|k| format!(" y{k}:f32[4]")).collect();
+    let src = format!(
+        "{{ lambda x:f32[4] c:f32[]{ys} . let
+        k:f32[4] = broadcast_in_dim[shape=(4,) broadcast_dimensions=()] c
+        m:f32[4] = mul x k
+{body}      in ({}) }}",
+        outs.join(", ")
+    );
+    let mut args = vec![v(&[1.0, -2.0, 0.5, 3.0]), Array::scalar(0.75f32)];
+    args.extend((0..10).map(|k| v(&[k as f32, -0.25, 1.5, -(k as f32)])));
+    check(&src, &args, 10);
 }
