@@ -19,10 +19,10 @@
 //! read twice therefore materializes every third value instead of growing as 2ⁿ, and the total
 //! work of the recomputed ops is at most `RECOMPUTE_LIMIT` times their work materialized. A value
 //! read by three quaternion formulas, or one that the simplifier's CSE merged from copies, is no
-//! longer a round trip through memory. An op reading a single array and broadcasts, none of them recomputed
-//! ([`leaf_fed`]: `ct · c` in W1's adjoint stencil), may be evaluated up to [`LEAF_FED_LIMIT`]
-//! times: each evaluation is one op and one load, where its materialized result costs a kernel
-//! and a load per read anyway. A `pad` counts one evaluation of its operand per output row, not
+//! longer a round trip through memory. An op reading a single array and broadcasts, none of them
+//! recomputed ([`leaf_fed`]: `ct · c` in W1's adjoint stencil), may be evaluated up to
+//! [`LEAF_FED_LIMIT`] times: each evaluation is one op and one load, where its materialized result
+//! costs a kernel and a load per read anyway. A `pad` counts one evaluation of its operand per output row, not
 //! per output element (the kernel evaluates it only inside its columns). A gather that reads its
 //! table at least once per table element on average (a message gather over a graph's edges) takes
 //! only single-array producers inline
