@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Which simplifier rules fire on which program, and which fire on none (issue 6 asks that every
+# rule fire on some workload). Programs: the benchmark workloads W1-W5 (the report of
+# `cargo bench --bench workloads_simplify`, sizes up to 10^5) and the flagship simulations run
+# through `kiln-sims` with KILN_DUMP (each compiled program's simplify-*.txt holds the rules that
+# fired): Brax ant rollouts on the spring and positional pipelines, the APG gradient through the
+# spring pendulum's rollout, and the GradABM calibration on the bundled county series.
+#
+#   scripts/rules_fired.sh        # about 2 minutes on 2 cores once built
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+
+# "name×3, other×1" lines on stdin -> one "name×total, ..." line, most frequent first.
+sum_rules() {
+    tr ',' '\n' | sed 's/^ *//; /^$/d; /^none$/d' | awk -F'×' '{n[$1] += $2} END {for (k in n) print n[k], k}' \
+        | sort -k1,1nr -k2 | awk '{printf "%s%s×%s", (NR > 1 ? ", " : ""), $2, $1} END {print ""}'
+}
+
+cargo build --release -p kiln-sims --bin kiln-sims
+SIMS="$ROOT/target/release/kiln-sims"
+
+echo "# workloads (cargo bench --bench workloads_simplify)"
+cargo bench --bench workloads_simplify 2>/dev/null | awk '/^W[0-9]/ {name = $0} /^  rules:/ {sub(/^  rules: /, ""); print name "\t" $0}' \
+    > "$TMP/workloads.tsv"
+while IFS=$'\t' read -r name rules; do
+    echo "$name: $rules"
+done < "$TMP/workloads.tsv"
+
+run_sim() { # label, then kiln-sims arguments
+    local label=$1
+    shift
+    local dir="$TMP/dump-$label"
+    (cd "$TMP" && KILN_DUMP="$dir" "$SIMS" "$@" > "$TMP/$label.log" 2>&1)
+    local rules
+    rules=$(cat "$dir"/simplify-*.txt 2>/dev/null | sed -n 's/^ *rules: //p' | sum_rules)
+    echo "$label: ${rules:-none}"
+    echo "$rules" >> "$TMP/sims.txt"
+}
+
+echo "# simulations (kiln-sims with KILN_DUMP)"
+: > "$TMP/sims.txt"
+run_sim ant-spring-rollout rollout --env ant --pipeline spring --batch 64 --steps 50
+run_sim ant-positional-rollout rollout --env ant --pipeline positional --batch 64 --steps 50
+run_sim pendulum-apg-grad apg --iterations 2 --batch 8 --out "$TMP/apg"
+run_sim epi-calibrate calibrate
+
+fired=$( (cut -f2 "$TMP/workloads.tsv"; cat "$TMP/sims.txt") | tr ',' '\n' | sed 's/^ *//; s/×.*//' | sort -u)
+all=$(sed -n 's/^ *rule!(\([a-z0-9_]*\), .*/\1/p' crates/transform/src/simplify/rules.rs)
+echo "# rules of RULES that fired on none of these programs"
+comm -23 <(echo "$all" | sort -u) <(echo "$fired") | tr '\n' ' '
+echo
