@@ -34,20 +34,41 @@ fn pow2(k: i64) -> f64 {
     f64::from_bits((k.wrapping_add(1023) as u64).wrapping_shl(52))
 }
 
+/// f32 and f64: what [`poly`] needs (`kernels_f32` shares it).
+pub(crate) trait Fma: Copy {
+    /// `self·a + b` with one rounding.
+    fn fma(self, a: Self, b: Self) -> Self;
+}
+
+impl Fma for f32 {
+    #[inline(always)]
+    fn fma(self, a: f32, b: f32) -> f32 {
+        self.mul_add(a, b)
+    }
+}
+
+impl Fma for f64 {
+    #[inline(always)]
+    fn fma(self, a: f64, b: f64) -> f64 {
+        self.mul_add(a, b)
+    }
+}
+
 /// Horner evaluation of `c[0] + c[1]·z + …`; unrolled by LLVM for fixed-size tables.
 #[inline(always)]
-fn poly<const N: usize>(z: f64, c: &[f64; N]) -> f64 {
+pub(crate) fn poly<T: Fma, const N: usize>(z: T, c: &[T; N]) -> T {
     let mut acc = c[N - 1];
     let mut i = N - 1;
     while i > 0 {
         i -= 1;
-        acc = acc.mul_add(z, c[i]);
+        acc = acc.fma(z, c[i]);
     }
     acc
 }
 
+/// `a` if `c`, else `b` (a blend in vector code).
 #[inline(always)]
-fn sel(c: bool, a: f64, b: f64) -> f64 {
+pub(crate) fn sel<T>(c: bool, a: T, b: T) -> T {
     if c { a } else { b }
 }
 

@@ -5,13 +5,14 @@
 //!
 //! The algorithms are the f64 kernels' (Cody–Waite exp, fdlibm's log, tanh = h/(1+h) with
 //! h = expm1(2|x|)/2, logistic from exp(-|x|)) with the f32 coefficient tables of
-//! [`kernels`](super::kernels) rounded to f32 (fitted to ~2⁻³², far below f32's rounding), every step
-//! a fused multiply-add where the f64 kernels have one. Each result carries a few f32 roundings, so
+//! [`kernels`](super::kernels) rounded to f32 (their weighted error is then 2^-28.5 for exp's P
+//! and 2^-31.1 for log's Q, against 2⁻²⁴ of an f32 rounding), every step a fused multiply-add where
+//! the f64 kernels have one. Each result carries a few f32 roundings, so
 //! these are not correctly rounded: the module docs of [`vmath`](super) give the measured errors.
 //! sin and cos stay in f64 ([`kernels::sincos_f32`](super::kernels::sincos_f32)): an f32 argument
 //! reduction accurate to 10⁶ would need more steps than the widening saves.
 
-use super::kernels::{EXP_F32, LOG_F32};
+use super::kernels::{EXP_F32, LOG_F32, poly, sel};
 
 // The float↔int tricks add 1.5·2²³ so that the integer lands in the low mantissa bits (see
 // `kernels::MAGIC`): round to nearest-even, no saturating `as` in a vectorized loop.
@@ -51,23 +52,6 @@ const fn narrow<const N: usize>(c: &[f64; N]) -> [f32; N] {
 const EXP_C: [f32; 6] = narrow(&EXP_F32);
 const LOG_C: [f32; 4] = narrow(&LOG_F32);
 
-/// Horner evaluation of `c[0] + c[1]·z + …`.
-#[inline(always)]
-fn poly<const N: usize>(z: f32, c: &[f32; N]) -> f32 {
-    let mut acc = c[N - 1];
-    let mut i = N - 1;
-    while i > 0 {
-        i -= 1;
-        acc = acc.mul_add(z, c[i]);
-    }
-    acc
-}
-
-#[inline(always)]
-fn sel(c: bool, a: f32, b: f32) -> f32 {
-    if c { a } else { b }
-}
-
 const LOG2E: f32 = std::f32::consts::LOG2_E;
 // ln 2 = LN2_HI + LN2_LO with LN2_HI of 15 significant bits, so k·LN2_HI is exact for |k| < 2⁹.
 const LN2_HI: f32 = 0.693_145_75;
@@ -101,7 +85,8 @@ pub(crate) fn exp(x: f32) -> f32 {
 }
 
 /// eˣ - 1 = 2ᵏ·expm1(r) + (2ᵏ - 1) in one fused multiply-add (2ᵏ - 1 is exact for k ≥ -24; below,
-/// where eˣ < 2⁻²³, 2ᵏ·(1 + expm1 r) - 1 rounds once near -1). ±0 keep their sign; -inf → -1.
+/// where eˣ < 2⁻²³, 2ᵏ·(1 + expm1 r) - 1: the fma's rounding of that tiny eˣ is negligible against
+/// the subtraction's near -1). ±0 keep their sign; -inf → -1.
 #[inline(always)]
 pub(crate) fn expm1(x: f32) -> f32 {
     // Below -87 the result is -1 (and 2ᵏ stays normal); above 89 it overflows. NaN passes.
@@ -180,8 +165,9 @@ const TANH_P: [f32; 5] = narrow(&[
 const TANH_POLY_BELOW: f32 = 0.55;
 
 /// tanh x: the odd polynomial [`TANH_P`] for |x| < [`TANH_POLY_BELOW`], else h / (1 + h)
-/// ([`ratio_1p`]) with h = expm1(2|x|)/2 (for k ≥ 0, 2ᵏ·expm1 r + (2ᵏ - 1) adds two non-negative terms); |x| is clamped
-/// to 10, where tanh rounds to 1; the sign of x is restored last (so tanh(-0) = -0).
+/// ([`ratio_1p`]) with h = expm1(2|x|)/2 (2ᵏ·expm1 r + (2ᵏ - 1), used where k ≥ 2: 2ᵏ - 1 ≥ 3
+/// outweighs a negative 2ᵏ·expm1 r ≥ -0.3·2ᵏ, so little cancels); |x| is clamped to 10, where tanh
+/// rounds to 1; the sign of x is restored last (so tanh(-0) = -0).
 #[inline(always)]
 pub(crate) fn tanh(x: f32) -> f32 {
     let a = x.abs();

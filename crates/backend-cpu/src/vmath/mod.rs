@@ -59,7 +59,7 @@
 //! | function | f32 | f64 (vs glibc) | bound (issue 5) |
 //! |---|---|---|---|
 //! | exp      | 0.998 | 1 | 2 |
-//! | expm1    | 1.437 | 1 | 2 |
+//! | expm1    | 1.438 | 1 | 2 |
 //! | log      | 0.840 | 1 | 2 |
 //! | log1p    | 0.840 | 1 | 2 |
 //! | sin      | 0.500 | 1 | 2 (\|x\| ≤ 10⁴; measured to 10⁶) |
@@ -68,15 +68,16 @@
 //! | logistic | 1.480 | 2 | 3 |
 //!
 //! Speed (`benches/vmath.rs`, AVX-512 level, tiles of 256, 2-core VM under load from other builds, so
-//! ±30%): ns/element at 4096 elements, tile vs a scalar std loop — f32: exp 0.84 vs 3.7, expm1 1.2 vs
-//! 13, log 1.2 vs 4.5, log1p 1.8 vs 11, sin 1.4 vs 5.3, cos 1.5 vs 5.6, tanh 2.8 vs 17, logistic 2.0
-//! vs 4.3; f64: exp 1.2 vs 6.3, expm1 1.4 vs 12, log 1.4 vs 7.1, log1p 1.5 vs 8.4, sin 1.9 vs 8.8,
+//! ±30%): ns/element at 4096 elements, tile vs a scalar std loop — f32 (evaluated in f64 then, see
+//! below for today's): exp 0.84 vs 3.7, expm1 1.2 vs 13, log 1.2 vs 4.5, log1p 1.8 vs 11, sin 1.4
+//! vs 5.3, cos 1.5 vs 5.6, tanh 2.8 vs 17, logistic 2.0 vs 4.3; f64: exp 1.2 vs 6.3, expm1 1.4 vs 12, log 1.4 vs 7.1, log1p 1.5 vs 8.4, sin 1.9 vs 8.8,
 //! cos 1.7 vs 9.3, tanh 2.6 vs 13, logistic 2.3 vs 7.5. At 10⁶ elements within ~1.5× of these.
 //! Without the double-double steps (2026-11-30, back to back, criterion medians at 4096): f32 sin
 //! 1.29 → 0.94, cos 1.34 → 0.87, tanh 2.03 → 1.04, logistic 1.82 → 1.17 ns/element. Evaluated in
 //! f32 (2026-12-01, another AVX-512 VM, back to back, criterion medians at 4096): exp 0.72 → 0.29,
 //! expm1 1.00 → 0.35, log 1.10 → 0.56, log1p 0.99 → 0.47, tanh 0.84 → 0.61, logistic 0.98 → 0.55
-//! ns/element (sin, cos 0.87 unchanged).
+//! ns/element (sin, cos 0.87 unchanged). Logistic's sign of a NaN result is not the input's (it
+//! comes out negative); NaN in gives NaN out, which is all the table promises.
 //!
 //! Beyond the table's domains: sin/cos take the vector path for |x| ≤ 10⁶ and recompute larger
 //! arguments (and ±inf) lane by lane with std's libm (exact, slower); on the vector path the reduction
