@@ -68,9 +68,11 @@ impl JitOptions {
 /// ([`kiln_transform::transpose_scan_dot_constants`]), loop-invariant
 /// equations move out of scans where the backend estimates it pays ([`hoist_verdict`]), after
 /// scatter-adds with loop-invariant indices became segment sums (over indices sorted once where
-/// their updates can be permuted; [`kiln_transform::sort_scan_scatters`]) where the backend estimates that no costlier, and the egg
-/// simplifier runs (`opts.fast_math` enables its fast-math rules) and its program is kept if the
-/// backend estimates it no costlier ([`backend_verdict`]), then the backend compiles (multi-output
+/// their updates can be permuted; [`kiln_transform::sort_scan_scatters`]) where the backend estimates
+/// that no costlier, and the egg simplifier runs (`opts.fast_math` enables its fast-math rules)
+/// under both [`kiln_transform::CostModel`]s — the fused-costs extraction is taken where the
+/// backend estimates it strictly cheaper than the every-result one — and its program is kept if the
+/// backend estimates it no costlier than the input ([`backend_verdict`]), then the backend compiles (multi-output
 /// kernels with `opts.simplify`) with `opts.threads` (or `KILN_NUM_THREADS`) and `KILN_DUMP` from the
 /// environment. With `KILN_DUMP` set, `<dir>/simplify-<n>.txt` holds the IR before and after and the
 /// simplifier's report.
@@ -104,9 +106,25 @@ pub(crate) fn backend_compile(f: &Function, opts: &JitOptions) -> Result<Executa
                 sorted_scatters = 0;
             }
         }
-        let sopts = kiln_transform::SimplifyOptions { fast_math: opts.fast_math, ..Default::default() };
-        let (simplified, report) = kiln_transform::simplify(&live, &sopts);
+        // Extraction under both cost models (every result written, or only kernel roots'): the
+        // backend's estimate picks the fused-costs program only where it is strictly cheaper.
+        let run = |cost_model| {
+            let sopts = kiln_transform::SimplifyOptions {
+                fast_math: opts.fast_math,
+                cost_model,
+                ..Default::default()
+            };
+            kiln_transform::simplify(&live, &sopts)
+        };
+        let (every, every_report) = run(kiln_transform::CostModel::EveryResult);
+        let (fused, fused_report) = run(kiln_transform::CostModel::Fused);
+        let (fused_cheaper, models) = cheaper(&fused, &every);
+        let (simplified, report) = if fused_cheaper { (fused, fused_report) } else { (every, every_report) };
         let (keep, mut verdict) = backend_verdict(&live, &simplified);
+        verdict.push_str(&format!(
+            "\ncost models: {} extraction kept ({models})",
+            if fused_cheaper { "fused-costs" } else { "every-result" }
+        ));
         verdict.push_str(&format!(
             "\nloop-invariant code motion (before the simplifier): {} equations out of {} scans ({} scans refused); \
              {sorted_scatters} scatter-adds with loop-invariant indices made segment sums; \
@@ -157,6 +175,22 @@ fn no_costlier(a: &Function, b: &Function) -> bool {
         (Ok(a), Ok(b)) => cost(&a) <= cost(&b),
         _ => false,
     }
+}
+
+/// Whether the backend estimates `a` strictly cheaper than `b` ([`cost`]; false if `a` does not
+/// plan, true if only `b` does not), and the two estimates for the dump.
+fn cheaper(a: &Function, b: &Function) -> (bool, String) {
+    let line = |r: &Result<kiln_backend_cpu::CostReport, CompileError>| match r {
+        Ok(r) => format!("{} kernels, {} bytes, {} flops", r.kernels, r.bytes_moved, r.flops),
+        Err(e) => format!("does not plan ({e})"),
+    };
+    let (ea, eb) = (kiln_backend_cpu::estimate(a), kiln_backend_cpu::estimate(b));
+    let better = match (&ea, &eb) {
+        (Ok(x), Ok(y)) => cost(x) < cost(y),
+        (Ok(_), Err(_)) => true,
+        (Err(_), _) => false,
+    };
+    (better, format!("fused-costs program: {}; every-result program: {}", line(&ea), line(&eb)))
 }
 
 /// Whether a scan's loop-invariant equations move out of it ([`kiln_transform::hoist_scan_invariants`]):

@@ -34,5 +34,5 @@ pub use dce::dce;
 pub use licm::{HoistReport, hoist_scan_invariants};
 pub use replay::{replay, trace_function};
 pub use scan_dot_layout::transpose_scan_dot_constants;
-pub use simplify::{RegionReport, SimplifyOptions, SimplifyReport, StopReason, simplify};
+pub use simplify::{CostModel, RegionReport, SimplifyOptions, SimplifyReport, StopReason, simplify};
 pub use sorted_scatter::sort_scan_scatters;

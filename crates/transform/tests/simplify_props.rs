@@ -7,7 +7,7 @@ mod simplify_common;
 use kiln_ir::{
     Array, BinaryOp, CompareOp, DType, Function, IndexMode, Prim, ReduceOp, Shape, TensorType, UnaryOp, Var,
 };
-use kiln_transform::simplify;
+use kiln_transform::{CostModel, SimplifyOptions, simplify};
 use proptest::prelude::*;
 use simplify_common::{SPECIAL_F, same_bits, untimed};
 
@@ -189,8 +189,6 @@ proptest! {
     ) {
         let f = build(&ops);
         kiln_ir::verify(&f).unwrap();
-        let (g, report) = simplify(&f, &untimed());
-        kiln_ir::verify(&g).unwrap_or_else(|e| panic!("{e}\n{g}"));
         let args = [
             Array::from_vec(&[N], x0),
             Array::from_vec(&[N], x1),
@@ -198,11 +196,16 @@ proptest! {
             Array::from_vec(&[N], pred),
         ];
         let want = kiln_ir::eval(&f, &args).unwrap();
-        let got = kiln_ir::eval(&g, &args).unwrap();
-        for (w, o) in want.iter().zip(&got) {
-            prop_assert!(same_bits(w, o), "{w:?} vs {o:?} on {args:?}\n{f}\n{g}\n{report}");
+        // Both cost models extract (possibly different) programs from the same rewrites.
+        for cost_model in [CostModel::EveryResult, CostModel::Fused] {
+            let (g, report) = simplify(&f, &SimplifyOptions { cost_model, ..untimed() });
+            kiln_ir::verify(&g).unwrap_or_else(|e| panic!("{e}\n{g}"));
+            let got = kiln_ir::eval(&g, &args).unwrap();
+            for (w, o) in want.iter().zip(&got) {
+                prop_assert!(same_bits(w, o), "{w:?} vs {o:?} on {args:?}\n{f}\n{g}\n{report}");
+            }
+            prop_assert!(report.regions.iter().all(|r| r.cost_after <= r.cost_before || !r.accepted));
         }
-        prop_assert!(report.regions.iter().all(|r| r.cost_after <= r.cost_before || !r.accepted));
     }
 }
 

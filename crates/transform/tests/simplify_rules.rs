@@ -5,7 +5,7 @@
 mod simplify_common;
 
 use kiln_ir::{Function, parse, verify};
-use kiln_transform::{SimplifyOptions, SimplifyReport, simplify};
+use kiln_transform::{CostModel, SimplifyOptions, SimplifyReport, simplify};
 use simplify_common::{assert_same_values, special, untimed};
 
 fn run(src: &str, fast_math: bool) -> (Function, Function, SimplifyReport) {
@@ -359,6 +359,52 @@ fn scatter_add_of_zeros() {
     // +0.0), or clamping out-of-range indices: kept.
     does_not_fire("scatter_add_of_zeros", &src("-0.0", "fill"), false);
     does_not_fire("scatter_add_of_zeros", &src("0.0", "clip"), false);
+}
+
+#[test]
+fn dot_without_contraction() {
+    // An outer product, a batched one and an i32 one: a product per element plus the sum's +0.0
+    // start (a -0.0 product gives +0.0, as the interpreter's dot does; the special values include
+    // -0.0, ±inf and NaN). Extracted under the fused-elementwise costs, the dot is gone.
+    let dot = |lhs: &str, rhs: &str, out: &str, batch: &str| {
+        format!(
+            "{{ lambda a:{lhs} b:{rhs} . let
+            c:{out} = dot_general[lhs_contracting=() rhs_contracting=() lhs_batch={batch} rhs_batch={batch} preferred_element_type=none] a b
+          in (c) }}"
+        )
+    };
+    let fused = SimplifyOptions { cost_model: CostModel::Fused, ..untimed() };
+    for (src, float) in [
+        (dot("f32[3]", "f32[4]", "f32[3,4]", "()"), true),
+        (dot("f64[2,3]", "f64[2,5]", "f64[2,3,5]", "(0,)"), true),
+        (dot("i32[4]", "i32[2]", "i32[4,2]", "()"), false),
+    ] {
+        // Under the default costs a float dot stays (one materialized result against two); an int
+        // one becomes the product (`x + 0` folds away, and the product costs fewer flops).
+        let (f, g, report) = run(&src, false);
+        assert!(report.fired("dot_without_contraction") > 0, "{report}");
+        assert_eq!(g.eqns.iter().any(|e| e.prim.name() == "dot_general"), float, "{g}");
+        assert_same_values(&f, &g);
+        let (g, report) = simplify(&f, &fused);
+        assert!(report.fired("dot_without_contraction") > 0);
+        assert!(g.eqns.iter().all(|e| e.prim.name() != "dot_general"), "{g}");
+        assert_same_values(&f, &g);
+    }
+    // A contraction sums several products (not one), and a batch axis not leading is left alone.
+    does_not_fire(
+        "dot_without_contraction",
+        "{ lambda a:f32[3,2] b:f32[2,4] . let
+            c:f32[3,4] = dot_general[lhs_contracting=(1,) rhs_contracting=(0,) lhs_batch=() rhs_batch=() preferred_element_type=none] a b
+          in (c) }",
+        false,
+    );
+    does_not_fire(
+        "dot_without_contraction",
+        "{ lambda a:f32[3,2] b:f32[2,4] . let
+            c:f32[2,3,4] = dot_general[lhs_contracting=() rhs_contracting=() lhs_batch=(1,) rhs_batch=(0,) preferred_element_type=none] a b
+          in (c) }",
+        false,
+    );
 }
 
 #[test]

@@ -192,7 +192,8 @@ pub fn uniform_of(a: &Array) -> Option<Arc<Array>> {
     })
 }
 
-/// The analysis state of a region: interned primitives and constants, and the input types.
+/// The analysis state of a region: interned primitives and constants, the input types, and the
+/// cost model extraction uses.
 #[derive(Default)]
 pub struct RegionAnalysis {
     /// Interned primitives.
@@ -201,6 +202,8 @@ pub struct RegionAnalysis {
     pub consts: ConstTable,
     /// The type of each region input.
     pub inputs: Vec<TensorType>,
+    /// How extraction prices results.
+    pub model: super::extract::CostModel,
 }
 
 impl Analysis<Node> for RegionAnalysis {

@@ -1,7 +1,8 @@
 //! The cost model and a DAG-aware extractor.
 //!
-//! Cost is lexicographic: bytes materialized first, then flops, then node count (which makes every
-//! operation cost something, so extraction never picks a cycle). The extractor chooses one node per
+//! Cost is lexicographic: bytes materialized first (which results count is the [`CostModel`]: every
+//! result, or only those of kernel roots and runtime steps), then flops, then node count (which makes
+//! every operation cost something, so extraction never picks a cycle). The extractor chooses one node per
 //! class bottom-up, each e-node priced once (Knuth's algorithm: O(n log n) in the e-graph's size,
 //! unlike egg's re-sweeping `Extractor` or a worklist that re-prices ancestors), then prices the chosen program as a DAG —
 //! every class once, however many consumers share it — which is the number the caller compares with
@@ -19,7 +20,7 @@ use std::time::Instant;
 /// The price of a program: bytes of every value it materializes, arithmetic operations, nodes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Cost {
-    /// Bytes written to results (every equation result counts, constants count their data).
+    /// Bytes written to results (those the [`CostModel`] counts; constants count their data).
     pub bytes: u64,
     /// Arithmetic operations, weighted (transcendentals 10, divisions and roots 4, others 1).
     pub flops: u64,
@@ -120,13 +121,32 @@ fn flops_per_element(p: &Prim) -> u64 {
     }
 }
 
-/// Whether the backend writes `prim`'s result to memory when a kernel reads it: false for
-/// broadcasts and iotas, which every consumer kernel recomputes from an index (the backend's
-/// `duplicable`); true for the rest as far as this model knows (fusion may still inline them).
-fn materializes(prim: &Prim) -> bool {
+/// Which results extraction counts as written to memory (the "bytes materialized" of [`Cost`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum CostModel {
+    /// Every result but broadcasts and iotas, which every consumer kernel recomputes from an index:
+    /// fusion may inline the others, but the model assumes not, which steers extraction away from
+    /// forms with more elementwise intermediates.
+    #[default]
+    EveryResult,
+    /// Only the results of kernel roots and runtime steps ([`fused_into_consumers`] is false):
+    /// elementwise and index-remapping work is taken as computed inside its consumers' kernels. An
+    /// outer product (a kernel root) then costs more than the product of broadcasts it equals,
+    /// which fuses into its consumer; `jit` simplifies under both models and compiles whichever
+    /// program the backend's own estimate prefers.
+    Fused,
+}
+
+/// Whether the backend's fusion computes `prim` inside its consumers' kernels (its
+/// `Lowering::Inlinable`; broadcasts and iotas in every consumer) rather than as a kernel root or
+/// runtime step (reductions, products, sorts, scatters, segment sums, random bits, control flow).
+/// Fusion still materializes some of the former (a costly value read by several kernels), which no
+/// [`CostModel`] predicts: the whole-program verdict in `jit` compares the backend's estimates.
+fn fused_into_consumers(prim: &Prim) -> bool {
     match prim {
-        Prim::BroadcastInDim { .. } | Prim::Iota { .. } => false,
-        Prim::Unary(_)
+        Prim::BroadcastInDim { .. }
+        | Prim::Iota { .. }
+        | Prim::Unary(_)
         | Prim::Binary(_)
         | Prim::Compare(_)
         | Prim::Select
@@ -142,8 +162,8 @@ fn materializes(prim: &Prim) -> bool {
         | Prim::Concatenate { .. }
         | Prim::Pad { .. }
         | Prim::Gather { .. }
-        | Prim::StopGradient
-        | Prim::DotGeneral { .. }
+        | Prim::StopGradient => true,
+        Prim::DotGeneral { .. }
         | Prim::Reduce { .. }
         | Prim::ArgReduce { .. }
         | Prim::Cumulative { .. }
@@ -157,22 +177,31 @@ fn materializes(prim: &Prim) -> bool {
         | Prim::WhileLoop { .. }
         | Prim::Cond { .. }
         | Prim::Call { .. }
-        | Prim::Checkpoint { .. } => true,
+        | Prim::Checkpoint { .. } => false,
     }
 }
 
-/// The cost of one equation `prim(ins) -> outs` (the larger of its input and output element counts
-/// times the per-element operations). Broadcasts and iotas materialize nothing: the backend
-/// recomputes them in every consumer's kernel (an index, no load), so a constant folded into a
-/// broadcast-sized array would cost more than the broadcast of its scalar, not less.
-pub fn eqn_cost(prim: &Prim, ins: &[&TensorType], outs: &[TensorType]) -> Cost {
+/// Whether `model` counts `prim`'s result as written to memory.
+fn materializes(prim: &Prim, model: CostModel) -> bool {
+    match model {
+        CostModel::EveryResult => !matches!(prim, Prim::BroadcastInDim { .. } | Prim::Iota { .. }),
+        CostModel::Fused => !fused_into_consumers(prim),
+    }
+}
+
+/// The cost of one equation `prim(ins) -> outs` under `model` (the larger of its input and output
+/// element counts times the per-element operations). Broadcasts and iotas materialize nothing in
+/// either model: the backend recomputes them in every consumer's kernel (an index, no load), so a
+/// constant folded into a broadcast-sized array would cost more than the broadcast of its scalar,
+/// not less.
+pub fn eqn_cost(prim: &Prim, ins: &[&TensorType], outs: &[TensorType], model: CostModel) -> Cost {
     let elems =
         ins.iter().map(|t| t.shape.size()).chain(outs.iter().map(|t| t.shape.size())).max().unwrap_or(0);
-    let bytes = if materializes(prim) { outs.iter().map(bytes).sum() } else { 0 };
+    let bytes = if materializes(prim, model) { outs.iter().map(bytes).sum() } else { 0 };
     Cost { bytes, flops: flops_per_element(prim) * elems as u64, nodes: 1 }
 }
 
-/// The cost of one e-node alone.
+/// The cost of one e-node alone (under the graph's [`CostModel`]).
 pub fn node_cost(g: &Graph, id: Id, node: &Node) -> Cost {
     match node {
         Node::Input(_) => Cost::default(),
@@ -184,7 +213,7 @@ pub fn node_cost(g: &Graph, id: Id, node: &Node) -> Cost {
         Node::Proj(..) => Cost { nodes: 1, ..Cost::default() },
         Node::Op(p, xs) => {
             let ins: Vec<&TensorType> = xs.iter().flat_map(|x| g[*x].data.tys.iter()).collect();
-            eqn_cost(g.analysis.prims.get(*p), &ins, &g[id].data.tys)
+            eqn_cost(g.analysis.prims.get(*p), &ins, &g[id].data.tys, g.analysis.model)
         }
     }
 }

@@ -5,8 +5,8 @@
 //! `cond`, ... are simplified recursively as their own regions; the control-flow equation itself is an
 //! opaque node), loads each region into an e-graph ([`lang`], with the type/constant/fact analysis of
 //! [`analysis`]), applies the named rules of [`rules`] in rounds bounded by iteration, node and time
-//! limits, extracts the cheapest program ([`extract`]: bytes, then flops) and keeps it only if it
-//! costs no more than the region as written. Every default rule is IEEE-exact: the result evaluates
+//! limits, extracts the cheapest program ([`extract`]: bytes, then flops, under the options'
+//! [`CostModel`]) and keeps it only if it costs no more than the region as written. Every default rule is IEEE-exact: the result evaluates
 //! bitwise equal to the input (NaN as NaN) on every input.
 //!
 //! ```
@@ -33,6 +33,7 @@ mod region;
 pub mod rules;
 
 use extract::Cost;
+pub use extract::CostModel;
 use kiln_ir::{Array, Function, Var};
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
@@ -58,6 +59,9 @@ pub struct SimplifyOptions {
     /// Wall-clock budget of the whole [`simplify`] call: regions reached after it are copied as
     /// written ([`StopReason::PassTimeLimit`]), and no region's work runs past it.
     pub pass_time_limit: Duration,
+    /// Which results extraction counts as written to memory ([`CostModel::EveryResult`] by
+    /// default).
+    pub cost_model: CostModel,
 }
 
 impl Default for SimplifyOptions {
@@ -69,6 +73,7 @@ impl Default for SimplifyOptions {
             node_factor: 4,
             time_limit: Duration::from_millis(50),
             pass_time_limit: Duration::from_secs(1),
+            cost_model: CostModel::EveryResult,
         }
     }
 }
@@ -285,7 +290,7 @@ fn run_region(
     }
     let rewrite_deadline = (start + opts.time_limit).min(pass_deadline);
     let deadline = (start + 2 * opts.time_limit).min(pass_deadline);
-    let mut r = region::load(f, eqns, used_after);
+    let mut r = region::load(f, eqns, used_after, opts.cost_model);
     if Instant::now() > deadline {
         return untouched(StopReason::ExtractTimeLimit, w);
     }

@@ -2,7 +2,7 @@
 //! after rewriting, written back as equations.
 
 use super::analysis::{Graph, RegionAnalysis};
-use super::extract::{Cost, Selection, eqn_cost};
+use super::extract::{Cost, CostModel, Selection, eqn_cost};
 use super::lang::Node;
 use super::rules::Term;
 use egg::Id;
@@ -27,8 +27,8 @@ pub struct Loaded {
 
 /// Loads `eqns` (whose primitives may differ from `f`'s only in simplified sub-functions) into an
 /// e-graph. `used_after[v]` says whether variable `v` is read after the window or is an output.
-pub fn load(f: &Function, eqns: &[Eqn], used_after: &[bool]) -> Loaded {
-    let mut g = Graph::new(RegionAnalysis::default());
+pub fn load(f: &Function, eqns: &[Eqn], used_after: &[bool], model: CostModel) -> Loaded {
+    let mut g = Graph::new(RegionAnalysis { model, ..RegionAnalysis::default() });
     let mut env: HashMap<Var, Id> = HashMap::new();
     let consts: HashMap<Var, &Arc<Array>> = f.consts.iter().map(|c| (c.var, &c.value)).collect();
     let mut inputs = vec![];
@@ -53,7 +53,7 @@ pub fn load(f: &Function, eqns: &[Eqn], used_after: &[bool]) -> Loaded {
         }
         let in_tys: Vec<_> = eqn.inputs.iter().map(|v| f.var_type(*v)).collect();
         let out_tys: Vec<_> = eqn.outputs.iter().map(|v| f.var_type(*v).clone()).collect();
-        cost_before = cost_before + eqn_cost(&eqn.prim, &in_tys, &out_tys);
+        cost_before = cost_before + eqn_cost(&eqn.prim, &in_tys, &out_tys, model);
         let p = g.analysis.prims.intern(eqn.prim.clone());
         let id = g.add(Node::Op(p, ins));
         if let Some(loc) = &eqn.loc {

@@ -76,6 +76,7 @@ pub const RULES: &[Rule] = &[
     rule!(reshape_of_broadcast, false),
     rule!(transpose_of_broadcast, false),
     rule!(transpose_of_dot, false),
+    rule!(dot_without_contraction, false),
     rule!(slice_slice, false),
     rule!(gather_of_iota, false),
     rule!(scatter_add_of_zeros, false),
@@ -700,6 +701,46 @@ fn constant_fold(ctx: &Ctx, id: Id, node: &Node) -> Option<Term> {
 }
 
 // ---------------------------------------------------------------- fusion-exposing (exact)
+
+/// `dot_general` without contracting dimensions (an outer product, batch dimensions leading on
+/// both sides) is one product per element added to its sum's +0.0 start: `a·b + 0.0`, with `a` and
+/// `b` broadcast to the result (the +0.0 turns a -0.0 product into +0.0, as the interpreter's and
+/// the kernels' in-order sums do; every other value, NaN included, passes unchanged). Written so,
+/// it is elementwise work that fuses into its consumer instead of a kernel of its own: W2's weight
+/// gradient adds `outer(ct, sin(…))` to its `[120, 10]` carry at every backward step. Operand and
+/// result dtypes must agree (no `preferred_element_type` conversion); not for bool.
+fn dot_without_contraction(ctx: &Ctx, id: Id, node: &Node) -> Option<Term> {
+    let (Prim::DotGeneral { lhs_contracting, rhs_contracting, lhs_batch, rhs_batch, .. }, [l, r]) =
+        op(node, ctx.g)?
+    else {
+        return None;
+    };
+    let out = ty(ctx.g, id);
+    let (lt, rt) = (ty(ctx.g, *l), ty(ctx.g, *r));
+    let nb = lhs_batch.len();
+    let leading = |b: &[usize]| b.iter().copied().eq(0..nb);
+    let ok = lhs_contracting.is_empty()
+        && rhs_contracting.is_empty()
+        && leading(lhs_batch)
+        && leading(rhs_batch)
+        && out.dtype != DType::Bool
+        && lt.dtype == out.dtype
+        && rt.dtype == out.dtype;
+    if !ok {
+        return None;
+    }
+    // Result dims: batch, then lhs free, then rhs free.
+    let lf = lt.rank() - nb;
+    let bcast = |x: Id, dims: Vec<usize>| {
+        Term::Op(
+            Prim::BroadcastInDim { shape: out.shape.clone(), broadcast_dimensions: dims },
+            vec![Term::Class(x)],
+        )
+    };
+    let a = bcast(*l, (0..nb + lf).collect());
+    let b = bcast(*r, (0..nb).chain(nb + lf..out.rank()).collect());
+    Some(binary(BinaryOp::Add, binary(BinaryOp::Mul, a, b), splat(scalar(out.dtype, 0.0), out)))
+}
 
 /// `scatter_add(zeros, idx, upd)` along axis 0, without batch dims, dropping out-of-range indices
 /// (`mode=fill`, JAX's `.at[].add` default and the transpose of `take`) → `segment_sum(upd, idx)`.
