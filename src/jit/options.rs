@@ -122,7 +122,7 @@ pub(crate) fn backend_compile(f: &Function, opts: &JitOptions) -> Result<Executa
         let (simplified, report) = if fused_cheaper { (fused, fused_report) } else { (every, every_report) };
         let (keep, mut verdict) = backend_verdict(&live, &simplified);
         verdict.push_str(&format!(
-            "\ncost models: {} extraction kept ({models})",
+            "\ncost models: the {} extraction is the simplified program above ({models})",
             if fused_cheaper { "fused-costs" } else { "every-result" }
         ));
         verdict.push_str(&format!(
