@@ -71,11 +71,12 @@ impl JitOptions {
 /// their updates can be permuted; [`kiln_transform::sort_scan_scatters`]) where the backend estimates
 /// that no costlier, and the egg simplifier runs (`opts.fast_math` enables its fast-math rules)
 /// under both [`kiln_transform::CostModel`]s — the fused-costs extraction is taken where the
-/// backend estimates it strictly cheaper than the every-result one — and its program is kept if the
-/// backend estimates it no costlier than the input ([`backend_verdict`]), then the backend compiles (multi-output
-/// kernels with `opts.simplify`) with `opts.threads` (or `KILN_NUM_THREADS`) and `KILN_DUMP` from the
-/// environment. With `KILN_DUMP` set, `<dir>/simplify-<n>.txt` holds the IR before and after and the
-/// simplifier's report.
+/// backend estimates it strictly cheaper than the every-result one ([`fused_cheaper`]) — and its
+/// program is kept if the backend estimates it no costlier than the input ([`backend_verdict`]),
+/// then the backend compiles (multi-output kernels with `opts.simplify`) with `opts.threads` (or
+/// `KILN_NUM_THREADS`) and `KILN_DUMP` from the environment. With `KILN_DUMP` set,
+/// `<dir>/simplify-<n>.txt` holds the IR before and after, the simplifier's report and the
+/// verdicts.
 pub(crate) fn backend_compile(f: &Function, opts: &JitOptions) -> Result<Executable, CompileError> {
     let env = CompileOptions::from_env();
     // `simplify(false)` is the frozen greedy baseline: one root per kernel, no multi-output kernels.
@@ -118,12 +119,12 @@ pub(crate) fn backend_compile(f: &Function, opts: &JitOptions) -> Result<Executa
         };
         let (every, every_report) = run(kiln_transform::CostModel::EveryResult);
         let (fused, fused_report) = run(kiln_transform::CostModel::Fused);
-        let (fused_cheaper, models) = cheaper(&fused, &every);
-        let (simplified, report) = if fused_cheaper { (fused, fused_report) } else { (every, every_report) };
+        let (take_fused, models) = fused_cheaper(&fused, &every);
+        let (simplified, report) = if take_fused { (fused, fused_report) } else { (every, every_report) };
         let (keep, mut verdict) = backend_verdict(&live, &simplified);
         verdict.push_str(&format!(
             "\ncost models: the {} extraction is the simplified program above ({models})",
-            if fused_cheaper { "fused-costs" } else { "every-result" }
+            if take_fused { "fused-costs" } else { "every-result" }
         ));
         verdict.push_str(&format!(
             "\nloop-invariant code motion (before the simplifier): {} equations out of {} scans ({} scans refused); \
@@ -177,14 +178,15 @@ fn no_costlier(a: &Function, b: &Function) -> bool {
     }
 }
 
-/// Whether the backend estimates `a` strictly cheaper than `b` ([`cost`]; false if `a` does not
-/// plan, true if only `b` does not), and the two estimates for the dump.
-fn cheaper(a: &Function, b: &Function) -> (bool, String) {
+/// Whether the backend estimates the fused-costs extraction `fused` strictly cheaper than the
+/// every-result one `every` ([`cost`]; false if `fused` does not plan, true if only `every` does
+/// not), and the two estimates for the dump.
+fn fused_cheaper(fused: &Function, every: &Function) -> (bool, String) {
     let line = |r: &Result<kiln_backend_cpu::CostReport, CompileError>| match r {
         Ok(r) => format!("{} kernels, {} bytes, {} flops", r.kernels, r.bytes_moved, r.flops),
         Err(e) => format!("does not plan ({e})"),
     };
-    let (ea, eb) = (kiln_backend_cpu::estimate(a), kiln_backend_cpu::estimate(b));
+    let (ea, eb) = (kiln_backend_cpu::estimate(fused), kiln_backend_cpu::estimate(every));
     let better = match (&ea, &eb) {
         (Ok(x), Ok(y)) => cost(x) < cost(y),
         (Ok(_), Err(_)) => true,
