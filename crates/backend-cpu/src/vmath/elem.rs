@@ -4,7 +4,11 @@
 //! (kernels without the f64 ones' double-double steps).
 
 use super::kernels::{self as k, COS_F32, COS_F64, EXP_F64, LOG_F64, SIN_F32, SIN_F64};
-use super::kernels_f32 as k32;
+// The f32 functions that run in f32 are the kernels themselves.
+pub(crate) use super::kernels_f32::{
+    exp as exp_f32, expm1 as expm1_f32, log as log_f32, log1p as log1p_f32, logistic as logistic_f32,
+    tanh as tanh_f32,
+};
 
 #[inline(always)]
 pub(crate) fn exp_f64(x: f64) -> f64 {
@@ -23,22 +27,6 @@ pub(crate) fn log1p_f64(x: f64) -> f64 {
     k::log1p(x, &LOG_F64)
 }
 #[inline(always)]
-pub(crate) fn exp_f32(x: f32) -> f32 {
-    k32::exp(x)
-}
-#[inline(always)]
-pub(crate) fn expm1_f32(x: f32) -> f32 {
-    k32::expm1(x)
-}
-#[inline(always)]
-pub(crate) fn log_f32(x: f32) -> f32 {
-    k32::log(x)
-}
-#[inline(always)]
-pub(crate) fn log1p_f32(x: f32) -> f32 {
-    k32::log1p(x)
-}
-#[inline(always)]
 pub(crate) fn tanh_f64(x: f64) -> f64 {
     k::tanh(x, &EXP_F64)
 }
@@ -53,14 +41,6 @@ pub(crate) fn sin_f64(x: f64) -> f64 {
 #[inline(always)]
 pub(crate) fn cos_f64(x: f64) -> f64 {
     k::sincos(x, true, &SIN_F64, &COS_F64)
-}
-#[inline(always)]
-pub(crate) fn tanh_f32(x: f32) -> f32 {
-    k32::tanh(x)
-}
-#[inline(always)]
-pub(crate) fn logistic_f32(x: f32) -> f32 {
-    k32::logistic(x)
 }
 #[inline(always)]
 pub(crate) fn sin_f32(x: f32) -> f32 {
