@@ -394,6 +394,42 @@ fn levels_agree_on_all_sizes_and_offsets() {
     }
 }
 
+/// Short tiles and tails (one element as scalar code, fewer than 16 as masked lanes, a tail as an
+/// overlapping last chunk) give each element the bits it gets inside a whole chunk, out of place
+/// and in place: the reference is one map over 80 elements (five whole chunks of 16).
+#[test]
+fn every_size_gives_the_bits_of_a_whole_chunk() {
+    let xs64 = mixed_inputs(80);
+    let xs32: Vec<f32> = xs64.iter().map(|&x| x as f32).collect();
+    let bits64 = |v: &[f64]| v.iter().map(|x| if x.is_nan() { u64::MAX } else { x.to_bits() }).collect::<Vec<_>>();
+    let bits32 = |v: &[f32]| v.iter().map(|x| if x.is_nan() { u32::MAX } else { x.to_bits() }).collect::<Vec<_>>();
+    for t in Level::ALL.into_iter().filter_map(table_for) {
+        for f in Func::ALL {
+            let mut whole64 = vec![0.0; 80];
+            t.map_f64(f, &xs64, &mut whole64);
+            let mut whole32 = vec![0.0f32; 80];
+            t.map_f32(f, &xs32, &mut whole32);
+            for n in 0..=40 {
+                for off in [0, 1, 7, 80 - n] {
+                    let range = off..off + n;
+                    let mut y = vec![0.0; n];
+                    t.map_f64(f, &xs64[range.clone()], &mut y);
+                    assert_eq!(bits64(&y), bits64(&whole64[range.clone()]), "{:?} {f:?} f64 n={n} off={off}", t.level);
+                    let mut b = xs64[range.clone()].to_vec();
+                    t.map_f64_in_place(f, &mut b);
+                    assert_eq!(bits64(&b), bits64(&whole64[range.clone()]), "{:?} {f:?} f64 in place n={n}", t.level);
+                    let mut y = vec![0.0f32; n];
+                    t.map_f32(f, &xs32[range.clone()], &mut y);
+                    assert_eq!(bits32(&y), bits32(&whole32[range.clone()]), "{:?} {f:?} f32 n={n} off={off}", t.level);
+                    let mut b = xs32[range.clone()].to_vec();
+                    t.map_f32_in_place(f, &mut b);
+                    assert_eq!(bits32(&b), bits32(&whole32[range]), "{:?} {f:?} f32 in place n={n}", t.level);
+                }
+            }
+        }
+    }
+}
+
 /// The raw dispatching entry points agree with the table, and the table is the best level supported.
 #[test]
 fn dispatch_picks_best_level() {

@@ -12,35 +12,25 @@ use crate::vmath::{Func, Level};
 macro_rules! entries {
     ($level:ident $(#[$attr:meta])*) => {
         pub(super) mod $level {
-            use crate::vmath::elem;
-            use crate::vmath::kernels::TRIG_VECTOR_LIMIT;
+            use crate::vmath::elem::{self, Fixup};
             entries!(@each [$(#[$attr])*]
-                exp_f32 f32 none, exp_f64 f64 none, expm1_f32 f32 none, expm1_f64 f64 none,
-                log_f32 f32 none, log_f64 f64 none, log1p_f32 f32 none, log1p_f64 f64 none,
-                tanh_f32 f32 none, tanh_f64 f64 none, logistic_f32 f32 none, logistic_f64 f64 none,
-                sin_f32 f32 sin, sin_f64 f64 sin, cos_f32 f32 cos, cos_f64 f64 cos,
+                exp_f32 f32 NoFix, exp_f64 f64 NoFix, expm1_f32 f32 NoFix, expm1_f64 f64 NoFix,
+                log_f32 f32 NoFix, log_f64 f64 NoFix, log1p_f32 f32 NoFix, log1p_f64 f64 NoFix,
+                tanh_f32 f32 NoFix, tanh_f64 f64 NoFix, logistic_f32 f32 NoFix, logistic_f64 f64 NoFix,
+                sin_f32 f32 SinFixF32, sin_f64 f64 SinFixF64, cos_f32 f32 CosFixF32, cos_f64 f64 CosFixF64,
             );
         }
     };
     (@each $attrs:tt $($name:ident $t:ident $fix:ident,)*) => {
         $(entries!(@one $attrs $name $t $fix);)*
     };
-    (@one [$(#[$attr:meta])*] $name:ident $t:ident none) => {
+    (@one [$(#[$attr:meta])*] $name:ident $t:ident $fix:ident) => {
         /// # Safety
         /// The CPU supports this level's target features.
         $(#[$attr])*
         pub(super) unsafe extern "C" fn $name(x: $t) -> $t {
-            elem::$name(x)
-        }
-    };
-    (@one [$(#[$attr:meta])*] $name:ident $t:ident $std:ident) => {
-        /// # Safety
-        /// The CPU supports this level's target features.
-        $(#[$attr])*
-        pub(super) unsafe extern "C" fn $name(x: $t) -> $t {
-            let y = elem::$name(x);
-            // The tiles' fix-up: beyond the vector reduction's range (and ±inf), std's libm.
-            if (x as f64).abs() > TRIG_VECTOR_LIMIT { (x as f64).$std() as $t } else { y }
+            // The tiles' fix-up (sin/cos beyond the vector reduction's range and ±inf: std's libm).
+            <elem::$fix as Fixup<$t>>::apply_one(x, elem::$name(x))
         }
     };
 }

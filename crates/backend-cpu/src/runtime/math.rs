@@ -1,6 +1,6 @@
 //! `extern "C"` math routines JIT code calls.
 //!
-//! - Per-element routines (`kiln_exp_f32`, ...), called by the scalar path (~3 ns per call). The
+//! - Per-element routines (`kiln_exp_f32`, ...), called by the scalar path (4–7 ns per call). The
 //!   eight functions [`crate::vmath`] covers run its tile function on one element, so the scalar and
 //!   vector paths give the same bits (vmath's documented ulp from the interpreter's std/libm values);
 //!   the others (erf, erf_inv, rem, pow, atan2) compute exactly what the interpreter computes (the
