@@ -208,6 +208,45 @@ fn conversions_and_masks_are_bitwise() {
     }
 }
 
+/// Bool leaves (a residual mask, as W2's backward step reads) on the vector path: widened from
+/// bytes to lane masks for f32 (4 lanes) and f64 (2 lanes), lane-varying and broadcast along an
+/// outer axis, in selects, logical ops and conversions, next to a transcendental tile.
+#[test]
+fn bool_leaves_are_bitwise() {
+    for dt in [DType::F32, DType::F64] {
+        for n in SIZES {
+            let mut f = Function::new();
+            let m = f.add_param(TensorType::new(DType::Bool, Shape::new(&[2, n])));
+            let row = f.add_param(TensorType::new(DType::Bool, Shape::new(&[n])));
+            let x = f.add_param(TensorType::new(dt, Shape::new(&[2, n])));
+            let rows = push(
+                &mut f,
+                Prim::BroadcastInDim { shape: Shape::new(&[2, n]), broadcast_dimensions: vec![1] },
+                &[row],
+            );
+            let both_masks = bin(&mut f, BinaryOp::And, m, rows);
+            let neither = un(&mut f, UnaryOp::Not, both_masks);
+            let e = un(&mut f, UnaryOp::Exp, x);
+            let picked = push(&mut f, Prim::Select, &[neither, x, e]);
+            let as_num = push(&mut f, Prim::ConvertElementType { dtype: dt }, &[m]);
+            let out = bin(&mut f, BinaryOp::Add, picked, as_num);
+            f.outputs.push(out);
+            let bools = |dims: &[usize], seed: usize| -> Array {
+                let len = dims.iter().product();
+                let v: Vec<bool> = (0..len).map(|i| (i * 7 + seed) % 3 != 0).collect();
+                Array::from_vec(dims, v)
+            };
+            let args = [bools(&[2, n], 1), bools(&[n], 2), array(dt, &[2, n], 3)];
+            // exp is within vmath's ulp of the interpreter's; compare against the interpreter with
+            // vmath's functions, bitwise.
+            let exe = compile(&f).unwrap_or_else(|e| panic!("compile: {e}\n{f}"));
+            let got = exe.run(&args).expect("run");
+            let want = common::eval_vmath(&f, &args);
+            assert!(got[0].bitwise_eq(&want[0]), "{dt} n={n}\n jit  {:?}\n want {:?}", got[0], want[0]);
+        }
+    }
+}
+
 #[test]
 fn reductions_over_inner_and_outer_axes() {
     for dt in [DType::F32, DType::F64, DType::I32] {

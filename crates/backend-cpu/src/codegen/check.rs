@@ -119,6 +119,8 @@ impl<'a> Checker<'a> {
         match self.inline[v.index()] {
             Some(p) => self.eqn(&self.f.eqns[p]),
             None if self.f.var_type(v).rank() == 0 => None,
+            // A bool leaf's bytes are widened to the kernel's lanes (`bool_lanes`): no width of its own.
+            None if self.f.dtype(v) == DType::Bool => Some(0),
             None => {
                 self.unify(self.f.dtype(v))?;
                 Some(0)

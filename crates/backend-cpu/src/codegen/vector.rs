@@ -9,7 +9,7 @@
 //! the last axis of a leaf is lane-varying too, loaded lane by lane (the quaternion components
 //! `q[..., k:k+1]` of a collapsed kernel, see [`super::collapse`]). Whatever the check rejects
 //! (gather, rev of the last axis, dynamic slices, strided slices of inlined values or transposes of
-//! the last axis, interior padding of the last axis, mixed widths, bool leaves or outputs, more than
+//! the last axis, interior padding of the last axis, mixed widths, bool outputs, more than
 //! `MAX_SEGMENTS` segments) keeps the scalar loop nest. The check lives in [`super::check`], the
 //! per-primitive vector table in [`super::vwalk`].
 //!
@@ -18,7 +18,8 @@
 //! them reads one operand or the pad value ([`super::check::Checker`]); every segment gets its own
 //! vector loop and scalar remainder, segments shorter than a vector step only the scalar loop.
 //! Along other axes they are lane-invariant selects.
-//! Bools inside a vector kernel are comparison masks, lane-width integers (all ones for true).
+//! Bools inside a vector kernel are comparison masks, lane-width integers (all ones for true); a
+//! bool leaf's bytes are widened to such masks as they are loaded.
 //!
 //! Loop shape for one innermost row `[start, end)` (`lo..hi` for a rank-1 output):
 //! - the main loop steps `U·L` elements (unrolled `U`×: [`UNROLL_MAP`], [`UNROLL_REDUCE`]);
@@ -626,6 +627,23 @@ mod tests {
         );
         let text = clif(&mixed);
         assert!(!text.contains("f32x4") && !text.contains("f64x2"), "{text}");
+    }
+
+    #[test]
+    fn bool_leaves_are_widened_to_masks_on_the_vector_path() {
+        // select(mask, exp(x), x) with a bool[1000] leaf: f32x4 and f64x2 kernels, tiles kept.
+        for (dt, ty, widen) in [(DType::F32, "f32x4", 2), (DType::F64, "f64x2", 3)] {
+            let mut f = Function::new();
+            let m = f.add_param(TensorType::new(DType::Bool, Shape::new(&[1000])));
+            let x = f.add_param(TensorType::new(dt, Shape::new(&[1000])));
+            let e = f.push(Prim::Unary(UnaryOp::Exp), &[x], None).unwrap()[0];
+            let out = f.push(Prim::Select, &[m, e, x], None).unwrap()[0];
+            f.outputs.push(out);
+            let text = clif(&f);
+            assert!(text.contains(ty) && text.contains("explicit_slot"), "{text}");
+            // One body of the unrolled loop: `widen` widenings per loaded mask vector.
+            assert!(text.matches("uwiden_low").count() >= widen * super::UNROLL_MAP, "{text}");
+        }
     }
 
     #[test]

@@ -18,7 +18,7 @@ fn ill(prim: &'static str, dt: DType) -> CompileError {
 }
 
 /// Bitcasts between vector types of one width (lane order is memory order).
-fn bits() -> MemFlagsData {
+pub(super) fn bits() -> MemFlagsData {
     MemFlagsData::new().with_endianness(Endianness::Little)
 }
 

@@ -39,9 +39,31 @@ impl<'a, 'b> Emitter<'a, 'b> {
                 let addr = self.address(dt, base, off);
                 let ty = self.vty(dt);
                 let flags = self.mem_at(base);
+                if dt == DType::Bool {
+                    return Ok(Some(self.bool_lanes(flags, addr)));
+                }
                 Ok(Some(self.b.ins().load(ty, flags, addr, 0)))
             }
         }
+    }
+
+    /// The `L` bytes (0 or 1) of a bool leaf at `addr` as a lane-width mask: one integer load of
+    /// all of them, placed in the low bytes of a vector and zero-extended lane by lane to the
+    /// kernel's width (`uwiden_low` twice for 4 lanes, three times for 2), then negated (1 → all
+    /// ones). Kernels reading a bool residual (W2's backward step reads the forward pass's ground
+    /// contact mask) then keep the vector path and its transcendental tiles.
+    fn bool_lanes(&mut self, flags: cranelift_codegen::ir::MemFlagsData, addr: Value) -> Value {
+        let (int, vec, widen) = match self.lanes() {
+            4 => (types::I32, types::I32X4, 2),
+            _ => (types::I16, types::I16X8, 3),
+        };
+        let x = self.b.ins().load(int, flags, addr, 0);
+        let v = self.b.ins().scalar_to_vector(vec, x);
+        let mut v = self.b.ins().bitcast(types::I8X16, super::vops::bits(), v);
+        for _ in 0..widen {
+            v = self.b.ins().uwiden_low(v);
+        }
+        self.b.ins().ineg(v)
     }
 
     /// Lanes `idx, idx + stride, ...` (along the innermost axis) of the leaf `v`: a strided slice of
