@@ -8,8 +8,11 @@
 //! A kernel joins the latest group it can be moved up to: every buffer it reads must be ready there
 //! (computed before the group, or an earlier member's output read at the same row, see
 //! [`row_local`]). Moving a kernel earlier is safe because nothing between reads its output yet.
-//! Not grouped: segment kernels (their runtime cuts rows by id), scatter kernels (their own loop
-//! over the updates), rank-0 outputs (one element that every task would write), and empty outputs.
+//! Not grouped: scatter kernels (their own loop over the updates), rank-0 outputs (one element that
+//! every task would write), and empty outputs. Segment kernels (their runtime cuts rows by id)
+//! group only with each other, when they sum data of the same type and run on one thread
+//! ([`find_segment_sibling`]): W2's spring forces `f.segment_sum(a) − f.segment_sum(b)` then
+//! compute `f` once per spring, in one loop adding it to both outputs.
 
 use crate::codegen::{MAX_KERNEL_OPERANDS, kernel_leaves};
 use crate::fusion::Role;
@@ -31,13 +34,15 @@ const MAX_MEMBERS: usize = 16;
 
 /// The planned steps of `f` given the fusion roles: kernels grouped when `multi_output` (else one
 /// kernel per root, program order). `resolve`: the buffer a variable reads (aliases followed);
-/// `aliased[i]`: equation `i` is a kernel root that needs no step (it shares its operand's buffer).
+/// `aliased[i]`: equation `i` is a kernel root that needs no step (it shares its operand's buffer);
+/// `serial(roots)`: a kernel with these roots would run on one thread.
 pub(crate) fn schedule(
     f: &Function,
     roles: &[Role],
     inline: &[Option<usize>],
     aliased: &dyn Fn(usize) -> bool,
     resolve: &dyn Fn(Var) -> Var,
+    serial: &dyn Fn(&[usize]) -> bool,
     multi_output: bool,
 ) -> Vec<Item> {
     let mut items: Vec<Item> = Vec::new();
@@ -61,10 +66,12 @@ pub(crate) fn schedule(
         }
         let own = kernel_leaves(f, i, inline);
         let leaves: Vec<Var> = own.iter().copied().map(resolve).collect();
-        let joined = if multi_output && groupable(f, i) {
+        let joined = if !multi_output {
+            None
+        } else if groupable(f, i) {
             find_group(f, i, inline, &own, &leaves, &items, &operands, &at, resolve)
         } else {
-            None
+            find_segment_sibling(f, i, &own, &leaves, &items, &operands, &at, serial)
         };
         let g = joined.unwrap_or_else(|| {
             items.push(Item::Kernel(Vec::new()));
@@ -134,6 +141,57 @@ fn find_group(
         if from_group.is_empty() || row_local(f, i, inline, &from_group, resolve) {
             return Some(g);
         }
+    }
+    None
+}
+
+/// The group of `segment_sum` kernels the one rooted at `f.eqns[i]` can join: the latest earlier
+/// one (within [`WINDOW`] steps, not before a step computing one of its leaves) whose members sum
+/// data of the same type into outputs of the same type, if the joined kernel runs on one thread
+/// (`serial`). Its one loop over the data rows computes each member's row values (a value two
+/// members share, the same variable or the same leaf load, once: Cranelift's value numbering)
+/// and adds them into that member's output at its id, rows in order: per output the sequential
+/// sum of a kernel alone, so bitwise the same. W2's forward pass sums the same spring forces by
+/// both end points; its backward pass sums the same cotangent by both, negated for one. Parallel
+/// segment kernels cut their rows where one id array changes, which cannot own another's
+/// segments.
+#[allow(clippy::too_many_arguments)]
+fn find_segment_sibling(
+    f: &Function,
+    i: usize,
+    own: &[Var],
+    leaves: &[Var],
+    items: &[Item],
+    operands: &[Vec<Var>],
+    at: &[Option<usize>],
+    serial: &dyn Fn(&[usize]) -> bool,
+) -> Option<usize> {
+    let e = &f.eqns[i];
+    let Prim::SegmentSum { .. } = e.prim else { return None };
+    // A leaf computed by a group (or after it) rules it out: a segment kernel reads its leaves at
+    // any row.
+    let ready = leaves.iter().filter_map(|v| at[v.index()]).max();
+    for g in (items.len().saturating_sub(WINDOW)..items.len()).rev() {
+        if ready.is_some_and(|r| r >= g) {
+            return None;
+        }
+        let Item::Kernel(roots) = &items[g] else { continue };
+        let sibling = |r: &usize| {
+            let o = &f.eqns[*r];
+            o.prim == e.prim
+                && f.var_type(o.inputs[0]) == f.var_type(e.inputs[0])
+                && f.var_type(o.outputs[0]) == f.var_type(e.outputs[0])
+        };
+        if roots.len() >= MAX_MEMBERS || !roots.iter().all(sibling) {
+            continue;
+        }
+        // The table: distinct leaves, the outputs, the flag (`codegen::Jit::kernel`).
+        let extra = own.iter().filter(|v| !operands[g].contains(v)).count();
+        if operands[g].len() + extra + roots.len() + 2 > MAX_KERNEL_OPERANDS {
+            continue;
+        }
+        let joined: Vec<usize> = roots.iter().copied().chain([i]).collect();
+        return serial(&joined).then_some(g);
     }
     None
 }

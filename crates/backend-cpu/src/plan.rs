@@ -283,6 +283,16 @@ enum Codegen {
     Skip,
 }
 
+/// Rows a kernel step splits over threads: the outputs' outer axis; a segment kernel's data rows.
+fn kernel_rows(f: &Function, root: usize) -> i64 {
+    let e = &f.eqns[root];
+    let rows_of = |t: &TensorType| t.shape.dims().first().map_or(1, |&n| n as i64);
+    match e.prim {
+        Prim::SegmentSum { .. } => rows_of(f.var_type(e.inputs[0])),
+        _ => rows_of(f.var_type(e.outputs[0])),
+    }
+}
+
 /// The equations inlined into the kernel rooted at `root`, in program order.
 fn inlined_eqns(f: &Function, root: usize, inline: &[Option<usize>]) -> Vec<usize> {
     let mut found = Vec::new();
@@ -356,7 +366,17 @@ fn compile_at(
     let resolve = |v: &Var| aliases[v.index()].unwrap_or(*v);
     // 1. Steps, in the order `grouping` plans them (kernels with the same rows may share a step).
     let aliased = |i: usize| aliases[f.eqns[i].outputs[0].index()].is_some();
-    let items = grouping::schedule(f, &roles, &inline, &aliased, &|v| resolve(&v), multi_output);
+    // Whether a kernel with these roots runs on one thread (`Op::Kernel`/`Op::SegmentKernel`).
+    let serial = |roots: &[usize]| {
+        let units = roots.iter().fold(0u64, |a, &r| {
+            let own = crate::codegen::kernel_leaves(f, r, &inline).len();
+            a.saturating_add(cost::kernel_work(f, r, &inlined_eqns(f, r, &inline), own).units)
+        });
+        let rows = kernel_rows(f, roots[0]);
+        let chunks = cost::kernel_chunks(units, rows, thread_count, min_task);
+        chunks < 2 || rows < 2 * chunks as i64
+    };
+    let items = grouping::schedule(f, &roles, &inline, &aliased, &|v| resolve(&v), &serial, multi_output);
     let mut jit = Jit::new_with_dump(folder.is_some())?;
     let mut drafts = Vec::new();
     for item in items {
@@ -370,12 +390,7 @@ fn compile_at(
                 };
                 let leaves: Vec<Var> = leaves.iter().map(resolve).collect();
                 let e = &f.eqns[roots[0]];
-                // Rows split over threads: the outputs' outer axis; a segment kernel's data rows.
-                let rows_of = |t: &TensorType| t.shape.dims().first().map_or(1, |&n| n as i64);
-                let rows = match e.prim {
-                    Prim::SegmentSum { .. } => rows_of(f.var_type(e.inputs[0])),
-                    _ => rows_of(f.var_type(e.outputs[0])),
-                };
+                let rows = kernel_rows(f, roots[0]);
                 // Work and traffic are each member's own, as if it were a kernel alone.
                 let members: Vec<(usize, Vec<usize>, Vec<Var>, cost::KernelWork)> = roots
                     .iter()
@@ -395,25 +410,32 @@ fn compile_at(
                 {
                     t.section(&format!("step {step}: a kernel with {} outputs (members below)", roots.len()));
                 }
+                let segment = matches!(e.prim, Prim::SegmentSum { .. });
                 for (root, inlined, own, work) in &members {
                     if let Some(t) = &mut text {
                         t.kernel(f, step, handle, *root, inlined, own, rows, work.units, chunks);
                     }
-                    let read: usize = own.iter().map(|v| bytes(f.var_type(*v))).sum();
                     let out = bytes(f.var_type(f.eqns[*root].outputs[0]));
+                    // Members of a segment group share one loop over the data rows: their leaves
+                    // are read once, below.
+                    let read: usize = if segment { 0 } else { own.iter().map(|v| bytes(f.var_type(*v))).sum() };
                     traffic = traffic.add(Traffic { bytes: (read + out) as u64, flops: work.flops });
                 }
                 let op = match &e.prim {
-                    // Zeroed, then every row's segment read and written (`Op::SegmentKernel`); never
-                    // grouped.
+                    // Each output zeroed, then every row's segment read and written
+                    // (`Op::SegmentKernel`), members sharing the loop (`grouping::find_segment_sibling`).
                     Prim::SegmentSum { .. } => {
-                        let out = f.var_type(e.outputs[0]);
                         let ids = resolve(&e.inputs[1]);
                         let ids = leaves.iter().position(|v| *v == ids).ok_or_else(|| {
                             CompileError::Codegen("segment kernel without its ids leaf (fusion bug)".into())
                         })?;
-                        traffic.bytes += (bytes(out) + 2 * bytes(f.var_type(e.inputs[0]))) as u64;
-                        Op::SegmentKernel { kernel: handle, rows, chunks, ids, out_bytes: bytes(out) }
+                        let read: usize = leaves.iter().map(|v| bytes(f.var_type(*v))).sum();
+                        let out_bytes: Box<[usize]> =
+                            roots.iter().map(|&r| bytes(f.var_type(f.eqns[r].outputs[0]))).collect();
+                        // Reads, the zeroing, each row's read-modify-write of its segment.
+                        let rmw = 2 * bytes(f.var_type(e.inputs[0])) * roots.len();
+                        traffic.bytes += (read + out_bytes.iter().sum::<usize>() + rmw) as u64;
+                        Op::SegmentKernel { kernel: handle, rows, chunks, ids, out_bytes }
                     }
                     _ => {
                         // Only a control-flow body can be a split scan's (`Executable::row_split`);

@@ -178,3 +178,38 @@ fn groups_stay_within_the_kernel_operand_limit() {
         assert_eq!(exe.run(&args).unwrap(), want);
     }
 }
+
+#[test]
+fn segment_sums_of_data_of_one_type_share_one_loop_on_one_thread() {
+    // W2's spring forces: `f = k·d` summed by both end points, `f.segment_sum(a) - f.segment_sum(b)`,
+    // and (its backward pass) a negated copy summed too. On one thread the three segment kernels
+    // are one (the products computed once per row); split over threads they stay apart (a range
+    // cut where `a` changes cannot own `b`'s segments). Ids unsorted, repeated, negative and past
+    // the end (dropped), every sum also returned.
+    let src = "{ lambda k:f32[120] d:f32[120,2] a:i32[120] b:i32[120] . let
+        kb:f32[120,2] = broadcast_in_dim[shape=(120,2) broadcast_dimensions=(0,)] k
+        f:f32[120,2] = mul kb d
+        s:f32[40,2] = segment_sum[num_segments=40] f a
+        t:f32[40,2] = segment_sum[num_segments=40] f b
+        g:f32[120,2] = neg f
+        w:f32[40,2] = segment_sum[num_segments=40] g a
+        u:f32[40,2] = sub s t
+      in (u, s, t, w) }";
+    let f: Function = parse(src).unwrap();
+    let ids = |seed: i32| {
+        let v: Vec<i32> = (0..120).map(|i| ((i * 37 + seed * 11) % 47) - 3).collect();
+        Array::from_vec(&[120], v)
+    };
+    let args = [f32s(&[120], 1), f32s(&[120, 2], 2), ids(1), ids(2)];
+    let want = eval(&f, &args).unwrap();
+    let count = |threads: usize, grouped: bool| {
+        let exe = compile_with(&f, &opts(threads, grouped)).unwrap();
+        for (w, g) in want.iter().zip(exe.run(&args).unwrap()) {
+            assert!(w.bitwise_eq(&g), "threads {threads}, grouped {grouped}:\n{w:?}\n{g:?}");
+        }
+        exe.kernel_count()
+    };
+    // The difference stays a kernel of its own (it reads both outputs at any row).
+    assert_eq!((count(1, false), count(1, true)), (4, 2));
+    assert_eq!((count(2, false), count(2, true)), (4, 4));
+}

@@ -99,7 +99,29 @@ pub(super) fn build(
     // first output is a buffer no member writes, unless it names an earlier member's output.
     let first_out = members.iter().map(|m| m.out_slot).min().unwrap_or(0);
     let read_only = |k: usize| k < first_out && !written_slots.contains(&k);
-    for m in members {
+    // Grouped segment kernels (`grouping::find_segment_sibling`) share one loop over the data
+    // rows: one emitter over all their leaves (never collapsed: the same function and inlining).
+    let segment_group = members.len() > 1
+        && members.iter().all(|m| {
+            matches!(m.f.eqns[m.root].prim, Prim::SegmentSum { .. })
+                && std::ptr::eq(m.f, members[0].f)
+                && std::ptr::eq(m.inline, members[0].inline)
+        });
+    let merged;
+    let loops: &[Member] = if segment_group {
+        let mut slots = HashMap::new();
+        for m in members {
+            slots.extend(m.slots.iter().map(|(v, k)| (*v, *k)));
+        }
+        let m0 = &members[0];
+        merged = [Member { f: m0.f, root: m0.root, inline: m0.inline, row_scale: 1, slots, out_slot: m0.out_slot }];
+        &merged
+    } else {
+        members
+    };
+    // A segment kernel's flag follows the outputs (`runtime::Op::SegmentKernel`).
+    let flag_slot = first_out + members.len();
+    for m in loops {
         let (mut lo, mut hi) = (lo0, hi0);
         if m.row_scale != 1 {
             // Collapsed kernel (see `collapse`): rows of the original outer axis, in collapsed rows.
@@ -154,8 +176,16 @@ pub(super) fn build(
         // A segment or scatter kernel's own loop (see `segment_rows`, `scatter_rows`); else the
         // vector path when the static check allows it (see `vector`), else the scalar loop nest
         // (unrolled for a rank-1 gather, see `gather_rows`).
-        if let Prim::SegmentSum { .. } = e.prim {
-            let flag = em.b.ins().load(types::I64, mem(), table, ((m.out_slot + 1) * 8) as i32);
+        if segment_group {
+            let mut outs = Vec::with_capacity(members.len());
+            for o in members {
+                let base = em.b.ins().load(types::I64, mem(), table, (o.out_slot * 8) as i32);
+                em.outputs.insert(base);
+                outs.push((&o.f.eqns[o.root], base));
+            }
+            em.segment_group_rows(&outs, lo, hi)?;
+        } else if let Prim::SegmentSum { .. } = e.prim {
+            let flag = em.b.ins().load(types::I64, mem(), table, (flag_slot * 8) as i32);
             em.segment_rows(e, out_base, flag, lo, hi)?;
         } else if let Prim::Scatter { .. } = e.prim {
             em.scatter_rows(e, out_base, lo, hi)?;
@@ -553,6 +583,60 @@ impl<'a, 'b> Emitter<'a, 'b> {
         self.b.ins().return_(&[]);
         self.b.switch_to_block(done);
         Ok(())
+    }
+
+    /// The one loop of a group of `segment_sum` kernels over data of one type (see
+    /// `grouping::find_segment_sibling`): for data rows `r` in `[lo, hi)`, in order, each member
+    /// `k`'s row values `data_k[r, ..]` (producers fused in; what members share is computed once)
+    /// are added to `out_k[ids_k[r], ..]`, as `out + value`: per output the sequential sum of
+    /// [`Emitter::segment_rows`] alone, so bitwise the same; ids outside `0..num_segments` are
+    /// dropped. Groups run on one thread over all rows (the runtime zeroes the outputs first), so
+    /// every segment is owned and no row is a stray.
+    fn segment_group_rows(&mut self, outs: &[(&'a Eqn, Value)], lo: Value, hi: Value) -> R<()> {
+        let f = self.f;
+        let (e, _) = outs[0];
+        let Prim::SegmentSum { num_segments } = e.prim else {
+            return Err(CompileError::Codegen(format!("{} is not a segment_sum", e.prim.name())));
+        };
+        let dims = f.var_type(e.inputs[0]).shape.dims().to_vec();
+        let inner = &dims[1..];
+        let row_len: usize = inner.iter().product();
+        let dt = f.dtype(e.inputs[0]);
+        let unroll = (GATHER_UNROLL / row_len as i64).max(1);
+        self.for_groups(lo, hi, unroll, &mut |s, i, n| {
+            // A group's ids and values before its adds, as in `segment_rows`.
+            let mut rows = Vec::with_capacity(n as usize);
+            for k in 0..n {
+                let r = s.b.ins().iadd_imm_s(i, k);
+                let mut members = Vec::with_capacity(outs.len());
+                for (o, _) in outs {
+                    let mut values = Vec::with_capacity(row_len);
+                    for j in 0..row_len {
+                        let idx = s.row_element(vec![r], inner, j);
+                        values.push(s.value(o.inputs[0], &idx)?);
+                    }
+                    members.push((s.index_at(o.inputs[1], &[r])?, values));
+                }
+                rows.push(members);
+            }
+            for members in rows {
+                for (&(_, out_base), (id, values)) in outs.iter().zip(members) {
+                    let (add, next) = (s.b.create_block(), s.b.create_block());
+                    // Negative ids wrap to large unsigned ones: dropped with those past the end.
+                    let in_range = s.b.ins().icmp_imm_u(IntCC::UnsignedLessThan, id, num_segments as i64);
+                    s.b.ins().brif(in_range, add, &[], next, &[]);
+                    s.b.switch_to_block(add);
+                    let first = s.b.ins().imul_imm_s(id, row_len as i64);
+                    for (j, &v) in values.iter().enumerate() {
+                        let at = s.b.ins().iadd_imm_s(first, j as i64);
+                        s.add_into(dt, out_base, at, v)?;
+                    }
+                    s.b.ins().jump(next, &[]);
+                    s.b.switch_to_block(next);
+                }
+            }
+            Ok(())
+        })
     }
 
     /// The loop of a kernel rooted at a row-wise `scatter_add` (see `fusion::scatter_kernel`): for

@@ -55,9 +55,11 @@ pub(crate) enum Op {
         units: u64,
     },
     /// A JIT kernel rooted at a `segment_sum` (`fusion::segment_kernel`): table = inputs, then the
-    /// output, then a flag byte. The output is zeroed, then data rows `0..rows` run in `chunks`
+    /// outputs, then a flag byte. The outputs are zeroed, then data rows `0..rows` run in `chunks`
     /// ranges cut where the id changes (each owning its segments); if a range met a row of another
     /// range's segment (unsorted ids), the output is zeroed again and all rows run on one thread.
+    /// Several outputs (sums of the same data by other ids, `grouping::find_segment_sibling`)
+    /// only ever run on one thread.
     SegmentKernel {
         /// Index into `Executable::kernels`.
         kernel: usize,
@@ -67,8 +69,8 @@ pub(crate) enum Op {
         chunks: usize,
         /// Position of the (i32) ids among the step's inputs.
         ids: usize,
-        /// Bytes of the output.
-        out_bytes: usize,
+        /// Bytes of each output.
+        out_bytes: Box<[usize]>,
     },
     /// `cumsum`/`cumprod`/`cummax`/`cummin`: operand, output.
     Cumulative(cumulative::CumulativePlan),
@@ -472,16 +474,21 @@ impl Executable {
                     let flag = AtomicU8::new(0);
                     let mut table = Table::new();
                     table.fill(step, &ptr, &[flag.as_ptr()]);
-                    let (kernel, table, out) = (self.kernels[*kernel], &table, ptr(&step.outputs[0]));
-                    // SAFETY: as `Op::Kernel`; the output is this step's own buffer of `out_bytes`,
-                    // and ranges own disjoint segments, so parallel calls write disjoint memory
-                    // (a call that meets another range's segment writes the flag and returns).
+                    let (kernel, table) = (self.kernels[*kernel], &table);
+                    // SAFETY: as `Op::Kernel`; the outputs are this step's own buffers of
+                    // `out_bytes`, and ranges own disjoint segments, so parallel calls write
+                    // disjoint memory (a call that meets another range's segment writes the flag
+                    // and returns).
                     let run = |lo: i64, hi: i64| unsafe { kernel(table.as_ptr(), lo, hi) };
-                    // SAFETY: all-zero bytes are 0.0 in f32 and f64.
-                    let zero = || unsafe { std::ptr::write_bytes(out, 0, *out_bytes) };
+                    let zero = || {
+                        for (out, &n) in step.outputs.iter().zip(out_bytes.iter()) {
+                            // SAFETY: all-zero bytes are 0.0 in f32 and f64; the buffer holds `n`.
+                            unsafe { std::ptr::write_bytes(ptr(out), 0, n) };
+                        }
+                    };
                     zero();
                     let n = *rows as usize;
-                    if *chunks < 2 || n < 2 * *chunks {
+                    if *chunks < 2 || n < 2 * *chunks || out_bytes.len() > 1 {
                         run(0, *rows);
                     } else {
                         let ids = ptr(&step.inputs[*ids]).cast_const().cast::<i32>();
