@@ -142,6 +142,54 @@ fn select_const() {
     }
 }
 
+/// A region reading a large constant is priced with that constant on both sides (as written and
+/// as extracted): `x*1` after a weighted sum with 1000 constant weights is dropped. Until
+/// 2026-12-01 the region as written did not count the constants it reads while the extraction
+/// did, so every rewrite of such a region looked 4 KB costlier and was refused (W2's outer
+/// program and scan body).
+#[test]
+fn a_region_reading_a_large_constant_keeps_its_rewrites() {
+    let values: Vec<String> = (0..1000).map(|i| format!("{}.5", i % 7)).collect();
+    let src = format!(
+        "{{ lambda a:f32[1000] ; c:f32[1000] = [{}], one:f32[] = 1.0 . let
+            d:f32[1000] = mul a c
+            s:f32[] = reduce_sum[axes=(0,)] d
+            u:f32[] = mul s one
+          in (u) }}",
+        values.join(", ")
+    );
+    let g = fires("mul_one", &src);
+    let names: Vec<&str> = g.eqns.iter().map(|e| e.prim.name()).collect();
+    assert_eq!(names, ["mul", "reduce_sum"], "{g}");
+}
+
+/// A predicate the analysis decides from integer ranges: JAX's negative-index wrap
+/// `select(i < 0, i + n, i)` of constant indices that are all in range is `i`; with a negative
+/// index (or indices of unknown range, a parameter) it stays.
+#[test]
+fn select_const_on_a_comparison_decided_by_ranges() {
+    let wrap = |ids: &str, cmp: &str, arms: &str| {
+        format!(
+            "{{ lambda x:f32[40,2] q:i32[6] ; e:i32[6] = {ids}, z:i32[] = 0, n:i32[] = 40 . let
+                zb:i32[6] = broadcast_in_dim[shape=(6,) broadcast_dimensions=()] z
+                p:bool[6] = {cmp} e zb
+                nb:i32[6] = broadcast_in_dim[shape=(6,) broadcast_dimensions=()] n
+                w:i32[6] = add e nb
+                u:i32[6] = select p {arms}
+                g:f32[6,2] = gather[axis=0 batch_dims=0 mode=clip] x u
+              in (g) }}"
+        )
+    };
+    for (cmp, arms) in [("lt", "w e"), ("ge", "e w")] {
+        let g = fires("select_const", &wrap("[0, 5, 39, 7, 1, 0]", cmp, arms));
+        let names: Vec<&str> = g.eqns.iter().map(|e| e.prim.name()).collect();
+        assert_eq!(names, ["gather"], "{g}");
+    }
+    does_not_fire("select_const", &wrap("[0, 5, -3, 7, 1, 0]", "lt", "w e"), false);
+    let unknown = wrap("[0, 5, 39, 7, 1, 0]", "lt", "w e").replace("p:bool[6] = lt e zb", "p:bool[6] = lt q zb");
+    does_not_fire("select_const", &unknown, false);
+}
+
 #[test]
 fn transpose_of_dot() {
     // xᵀ·g then ᵀ (a weight gradient), and a batched product with two free axes on one side.

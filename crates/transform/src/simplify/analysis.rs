@@ -4,7 +4,7 @@
 use super::lang::{Node, PrimTable};
 use egg::{Analysis, DidMerge, EGraph, Id};
 use kiln_ir::{
-    Array, BinaryOp, CumulativeOp, DType, IndexMode, Prim, ReduceOp, TensorType, UnaryOp, with_array,
+    Array, BinaryOp, CompareOp, CumulativeOp, DType, IndexMode, Prim, ReduceOp, TensorType, UnaryOp, with_array,
 };
 use smallvec::{SmallVec, smallvec};
 use std::collections::HashMap;
@@ -322,6 +322,28 @@ fn range_op(a: Option<(i64, i64)>, b: Option<(i64, i64)>, f: impl Fn(i64, i64) -
     (lo as f64 >= -EXACT_INT && hi as f64 <= EXACT_INT).then_some((lo, hi))
 }
 
+/// A comparison's value (0 or 1) where the operands' integer ranges decide it for every element
+/// (`lt(x, 0)` on indices known to be non-negative: JAX's negative-index wrap of in-range indices).
+/// Integer ranges of floats hold only integral, non-NaN values, so NaN never reaches here.
+fn decided(op: CompareOp, a: Option<(i64, i64)>, b: Option<(i64, i64)>) -> Option<i64> {
+    let ((al, ah), (bl, bh)) = (a?, b?);
+    let (always, never) = match op {
+        CompareOp::Lt => (ah < bl, al >= bh),
+        CompareOp::Le => (ah <= bl, al > bh),
+        CompareOp::Gt => (al > bh, ah <= bl),
+        CompareOp::Ge => (al >= bh, ah < bl),
+        CompareOp::Eq => (al == ah && bl == bh && al == bl, ah < bl || bh < al),
+        CompareOp::Ne => (ah < bl || bh < al, al == ah && bl == bh && al == bl),
+    };
+    if always {
+        Some(1)
+    } else if never {
+        Some(0)
+    } else {
+        None
+    }
+}
+
 /// The facts of a single-result primitive's value from its operands' (an exhaustive table).
 fn transfer(prim: &Prim, args: &[&ClassData], ty: &TensorType) -> Facts {
     let none = Facts::default();
@@ -489,8 +511,11 @@ fn transfer(prim: &Prim, args: &[&ClassData], ty: &TensorType) -> Facts {
                 small: n <= 65,
             }
         }
-        Prim::Compare(_)
-        | Prim::Clamp
+        Prim::Compare(op) => match decided(*op, f(0).int_range, f(1).int_range) {
+            Some(v) => Facts { not_nan: true, finite: true, sign_clear: true, small: true, int_range: Some((v, v)) },
+            None => none,
+        },
+        Prim::Clamp
         | Prim::BitcastConvertType { .. }
         | Prim::Reduce { .. }
         | Prim::Cumulative { .. }

@@ -2,13 +2,13 @@
 //! after rewriting, written back as equations.
 
 use super::analysis::{Graph, RegionAnalysis};
-use super::extract::{Cost, CostModel, Selection, eqn_cost};
+use super::extract::{Cost, CostModel, Selection, eqn_cost, node_cost};
 use super::lang::Node;
 use super::rules::Term;
 use egg::Id;
 use kiln_ir::{Array, Eqn, Function, Prim, SrcLoc, Var};
 use smallvec::SmallVec;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 /// A region loaded into an e-graph.
@@ -33,15 +33,23 @@ pub fn load(f: &Function, eqns: &[Eqn], used_after: &[bool], model: CostModel) -
     let consts: HashMap<Var, &Arc<Array>> = f.consts.iter().map(|c| (c.var, &c.value)).collect();
     let mut inputs = vec![];
     let mut locs = HashMap::new();
+    // Priced as the extraction prices its selection (`extract::dag_cost`): the equations, and each
+    // constant read once. Without the constants, every extraction that still read a large one
+    // (W2's 4 KB of scan times) looked costlier than the region and was refused.
     let mut cost_before = Cost::default();
+    let mut priced: HashSet<Id> = HashSet::new();
     let mut roots = vec![];
     for eqn in eqns {
         let mut ins: SmallVec<[Id; 3]> = SmallVec::new();
         for v in &eqn.inputs {
             let id = *env.entry(*v).or_insert_with(|| match consts.get(v) {
                 Some(value) => {
-                    let i = g.analysis.consts.intern((*value).clone());
-                    g.add(Node::Const(i))
+                    let node = Node::Const(g.analysis.consts.intern((*value).clone()));
+                    let id = g.add(node.clone());
+                    if priced.insert(id) {
+                        cost_before = cost_before + node_cost(&g, id, &node);
+                    }
+                    id
                 }
                 None => {
                     inputs.push(*v);

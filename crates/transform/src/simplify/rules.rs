@@ -280,12 +280,21 @@ fn select_same(ctx: &Ctx, _: Id, node: &Node) -> Option<Term> {
     }
 }
 
-/// `select(true, a, b) → a`, `select(false, a, b) → b` for a predicate known to be all true/false.
+/// `select(true, a, b) → a`, `select(false, a, b) → b` for a predicate known to be all true/false:
+/// a uniform constant, or a comparison the analysis decides from its operands' integer ranges
+/// (`select(i < 0, i + n, i) → i`, JAX's negative-index wrap, on indices known to be in range).
 fn select_const(ctx: &Ctx, _: Id, node: &Node) -> Option<Term> {
     match op(node, ctx.g)? {
         (Prim::Select, [c, x, y]) => {
-            let (v, _) = uniform(ctx.g, *c)?;
-            Some(Term::Class(if v != 0.0 { *x } else { *y }))
+            let v = match uniform(ctx.g, *c) {
+                Some((v, _)) => v != 0.0,
+                None => match ctx.g[*c].data.facts.int_range? {
+                    (0, 0) => false,
+                    (1, 1) => true,
+                    _ => return None,
+                },
+            };
+            Some(Term::Class(if v { *x } else { *y }))
         }
         _ => None,
     }
