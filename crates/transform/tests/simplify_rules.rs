@@ -163,6 +163,22 @@ fn a_region_reading_a_large_constant_keeps_its_rewrites() {
     assert_eq!(names, ["mul", "reduce_sum"], "{g}");
 }
 
+/// An equation with several results is one node on both sides of the comparison: its results'
+/// projections cost nothing in the extraction, so a rewrite that only removes an equation (an
+/// identity broadcast: no bytes, no flops) next to a two-result `sort` is kept.
+#[test]
+fn a_region_with_a_multi_result_equation_keeps_a_rewrite_that_only_drops_an_equation() {
+    let g = fires(
+        "broadcast_identity",
+        "{ lambda a:f32[8] b:f32[8] . let
+            c:f32[8] d:f32[8] = sort[dimension=0 num_keys=1] a b
+            e:f32[8] = broadcast_in_dim[shape=(8,) broadcast_dimensions=(0,)] c
+          in (e, d) }",
+    );
+    let names: Vec<&str> = g.eqns.iter().map(|e| e.prim.name()).collect();
+    assert_eq!(names, ["sort"], "{g}");
+}
+
 /// A predicate the analysis decides from integer ranges: JAX's negative-index wrap
 /// `select(i < 0, i + n, i)` of constant indices that are all in range is `i`; with a negative
 /// index (or indices of unknown range, a parameter) it stays.

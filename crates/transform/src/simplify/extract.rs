@@ -211,7 +211,8 @@ pub fn node_cost(g: &Graph, id: Id, node: &Node) -> Cost {
             let t = g.analysis.consts.get(*i).ty();
             Cost { bytes: if t.rank() == 0 { 0 } else { bytes(&t) }, flops: 0, nodes: 1 }
         }
-        Node::Proj(..) => Cost { nodes: 1, ..Cost::default() },
+        // Free, as the region as written prices it (`region::load`): one equation, many results.
+        Node::Proj(..) => Cost::default(),
         Node::Op(p, xs) => {
             let ins: Vec<&TensorType> = xs.iter().flat_map(|x| g[*x].data.tys.iter()).collect();
             eqn_cost(g.analysis.prims.get(*p), &ins, &g[id].data.tys, g.analysis.model)
