@@ -208,6 +208,40 @@ fn conversions_and_masks_are_bitwise() {
     }
 }
 
+/// Rows whose length leaves a remainder after the unrolled vector steps (every length 4..=24): the
+/// remainder runs as single vectors, the last one overlapping the previous, which stores again
+/// elements it recomputes with the same bits. Rank-1 outputs split over 1-4 threads (each range's
+/// last vector stays inside it) and rank-2 rows with a row-invariant factor, f32 and f64.
+#[test]
+fn remainders_as_overlapping_vectors_are_bitwise() {
+    use kiln_backend_cpu::{CompileOptions, compile_with};
+    for dt in [DType::F32, DType::F64] {
+        for n in 4..=24usize {
+            for dims in [vec![n], vec![3, n]] {
+                let mut f = Function::new();
+                let x = f.add_param(TensorType::new(dt, Shape::new(&dims)));
+                let r = f.add_param(TensorType::new(dt, Shape::new(&dims[..1])));
+                let rb = push(
+                    &mut f,
+                    Prim::BroadcastInDim { shape: Shape::new(&dims), broadcast_dimensions: vec![0] },
+                    &[r],
+                );
+                let sq = bin(&mut f, BinaryOp::Mul, x, x);
+                let out = bin(&mut f, BinaryOp::Sub, sq, rb);
+                let m = bin(&mut f, BinaryOp::Max, out, x);
+                f.outputs.push(m);
+                let args = [array(dt, &dims, 1), array(dt, &dims[..1], 2)];
+                let want = eval(&f, &args).expect("interpreter");
+                for threads in 1..=4 {
+                    let o = CompileOptions { threads: Some(threads), min_task_work: Some(0), ..CompileOptions::default() };
+                    let got = compile_with(&f, &o).unwrap().run(&args).unwrap();
+                    assert!(got[0].bitwise_eq(&want[0]), "{dt} {dims:?} threads {threads}\n{:?}\n{:?}", got[0], want[0]);
+                }
+            }
+        }
+    }
+}
+
 /// Bool leaves (a residual mask, as W2's backward step reads) on the vector path: widened from
 /// bytes to lane masks for f32 (4 lanes) and f64 (2 lanes), lane-varying and broadcast along an
 /// outer axis, in selects, logical ops and conversions, next to a transcendental tile.

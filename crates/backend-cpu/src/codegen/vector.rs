@@ -73,7 +73,9 @@
 use super::check::{Checker, Mode, Occ};
 use super::kernel::{Emitter, R, UNROLLED_COPIES_MAX, clif_type};
 use super::{pairwise, scalar};
-use cranelift_codegen::ir::{InstBuilder, StackSlot, StackSlotData, StackSlotKind, Type, Value, types};
+use cranelift_codegen::ir::{
+    InstBuilder, StackSlot, StackSlotData, StackSlotKind, Type, Value, condcodes::IntCC, types,
+};
 use kiln_ir::{DType, Eqn, Prim, ReduceOp, Var};
 use std::collections::HashMap;
 
@@ -232,6 +234,13 @@ impl<'a, 'b> Emitter<'a, 'b> {
     /// One piece `[start, end)` of an innermost row inside segment `seg` at outer index `prefix`:
     /// `root(idx)` gives the lane-varying value at the lane-0 multi-index `idx` (`None` when a pass
     /// does not need it). A segment shorter than one vector step runs scalar only.
+    ///
+    /// `overlap` (a map root without tiles, whose sink only stores): the remainder after the vector
+    /// steps (fewer than `U·L` elements) runs as single vectors, the last one ending at `end`, which
+    /// recomputes and stores again up to `L - 1` elements with the same bits (the vector and scalar
+    /// codes agree bitwise, and a kernel never reads its own output), instead of the remainder's
+    /// scalar elements — each of which evaluates the whole fused tree, row-invariant factors
+    /// included (W2's weight gradient: rows of 10, two scalar elements after the vector step).
     #[allow(clippy::too_many_arguments)]
     fn row(
         &mut self,
@@ -240,6 +249,7 @@ impl<'a, 'b> Emitter<'a, 'b> {
         start: Value,
         end: Value,
         unroll: usize,
+        overlap: bool,
         root: &mut dyn FnMut(&mut Self, &[Value]) -> R<Option<Value>>,
         sink: &mut VecSink<'_, 'a, 'b>,
         tail: &mut ScalarSink<'_, 'a, 'b>,
@@ -314,6 +324,38 @@ impl<'a, 'b> Emitter<'a, 'b> {
                 Ok(())
             })?;
         }
+        if overlap && passes == 0 {
+            // Vector steps ran (`vend > start`) and elements remain (`vend < end`, fewer than a
+            // step of `U` vectors): single vectors while a whole one fits before the last, then
+            // the last vector [end - L, end), inside the piece since it holds at least one step.
+            let lanes = self.vs.lanes as i64;
+            let (last_vec, scalar_tail, done) = (self.b.create_block(), self.b.create_block(), self.b.create_block());
+            let ran = self.b.ins().icmp(IntCC::SignedGreaterThan, vend, start);
+            let left = self.b.ins().icmp(IntCC::SignedLessThan, vend, end);
+            let both = self.b.ins().band(ran, left);
+            self.b.ins().brif(both, last_vec, &[], scalar_tail, &[]);
+            self.b.switch_to_block(last_vec);
+            let mut one = |s: &mut Self, j: Value| -> R<()> {
+                s.vs.rel = Some(s.iconst(0));
+                s.vs.pass = passes + 1;
+                s.vs.next = 0;
+                let mut idx = prefix.to_vec();
+                idx.push(j);
+                if let Some(v) = root(s, &idx)? {
+                    sink(s, 0, j, v)?;
+                }
+                Ok(())
+            };
+            let last = self.b.ins().iadd_imm_s(end, -lanes);
+            self.for_step_by(vend, last, lanes, &mut |s, j| one(s, j))?;
+            one(self, last)?;
+            self.b.ins().jump(done, &[]);
+            self.b.switch_to_block(scalar_tail);
+            self.for_range_from(vend, end, &mut |s, j| tail(s, j))?;
+            self.b.ins().jump(done, &[]);
+            self.b.switch_to_block(done);
+            return Ok(());
+        }
         self.for_range_from(vend, end, &mut |s, j| tail(s, j))
     }
 
@@ -363,6 +405,8 @@ impl<'a, 'b> Emitter<'a, 'b> {
                     start,
                     end,
                     unroll,
+                    // Not for grouped reductions: slot 0 computes the whole group's vectors.
+                    grouped.is_none(),
                     &mut |s, idx| match grouped {
                         Some((op, axes)) if unroll > 1 => {
                             if pending.is_empty() {
@@ -480,6 +524,7 @@ impl<'a, 'b> Emitter<'a, 'b> {
                         start,
                         end,
                         UNROLL_REDUCE,
+                        false,
                         &mut |s, idx| s.vvalue(x, idx),
                         &mut |s, u, _, v| {
                             let a = s.b.use_var(accs[u]);
