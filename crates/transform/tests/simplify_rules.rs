@@ -206,6 +206,49 @@ fn select_const_on_a_comparison_decided_by_ranges() {
     does_not_fire("select_const", &unknown, false);
 }
 
+/// Ranges the analysis must not claim (found by review): a conversion to u32 of negative values
+/// (huge unsigned ones) or to bool (`x != 0`, not `x`), an integer clamp whose lower bound exceeds
+/// its upper one (the result is the upper), and a clipped gather from an empty axis (the fill
+/// value). Each feeds a comparison and a select, which must stay or pick the right arm.
+#[test]
+fn select_const_is_not_misled_by_conversions_clamps_and_empty_gathers() {
+    let u32_of_negative = "{ lambda x:i32[10] a:f32[10] b:f32[10] ; lo:i32[] = -4, hi:i32[] = -1, z:u32[] = 0 . let
+        c:i32[10] = clamp lo x hi
+        u:u32[10] = convert_element_type[dtype=u32] c
+        zb:u32[10] = broadcast_in_dim[shape=(10,) broadcast_dimensions=()] z
+        p:bool[10] = lt u zb
+        s:f32[10] = select p a b
+      in (s) }";
+    does_not_fire("select_const", u32_of_negative, false);
+    // clamp(2, x, 5) is never 0: as bool it is all true, and `select(h == true, a, b)` is `a`.
+    let g = fires(
+        "select_const",
+        "{ lambda x:i32[10] a:f32[10] b:f32[10] ; lo:i32[] = 2, hi:i32[] = 5, t:bool[] = true . let
+            c:i32[10] = clamp lo x hi
+            h:bool[10] = convert_element_type[dtype=bool] c
+            tb:bool[10] = broadcast_in_dim[shape=(10,) broadcast_dimensions=()] t
+            p:bool[10] = eq h tb
+            s:f32[10] = select p a b
+          in (s) }",
+    );
+    assert_eq!(g.outputs, vec![g.params[1]], "{g}");
+    let crossed_clamp = "{ lambda x:i32[2] a:f32[2] b:f32[2] ; lo:i32[2] = [5, 5], hi:i32[2] = [2, 10], v:i32[] = 5 . let
+        c:i32[2] = clamp lo x hi
+        vb:i32[2] = broadcast_in_dim[shape=(2,) broadcast_dimensions=()] v
+        p:bool[2] = lt c vb
+        s:f32[2] = select p a b
+      in (s) }";
+    does_not_fire("select_const", crossed_clamp, false);
+    let empty_gather = "{ lambda x:i32[0] i:i32[4] a:f32[4] b:f32[4] ; lo:i32[] = 5, z:i32[] = 0 . let
+        c:i32[0] = clamp lo x lo
+        g:i32[4] = gather[axis=0 batch_dims=0 mode=clip] c i
+        zb:i32[4] = broadcast_in_dim[shape=(4,) broadcast_dimensions=()] z
+        p:bool[4] = lt g zb
+        s:f32[4] = select p a b
+      in (s) }";
+    does_not_fire("select_const", empty_gather, false);
+}
+
 #[test]
 fn transpose_of_dot() {
     // xᵀ·g then ᵀ (a weight gradient), and a batched product with two free axes on one side.

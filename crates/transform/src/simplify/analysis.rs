@@ -324,7 +324,8 @@ fn range_op(a: Option<(i64, i64)>, b: Option<(i64, i64)>, f: impl Fn(i64, i64) -
 
 /// A comparison's value (0 or 1) where the operands' integer ranges decide it for every element
 /// (`lt(x, 0)` on indices known to be non-negative: JAX's negative-index wrap of in-range indices).
-/// Integer ranges of floats hold only integral, non-NaN values, so NaN never reaches here.
+/// Integer ranges of floats hold only integral, non-NaN values (the transfer table keeps them
+/// only where that holds), so NaN and -0.0 never reach here.
 fn decided(op: CompareOp, a: Option<(i64, i64)>, b: Option<(i64, i64)>) -> Option<i64> {
     let ((al, ah), (bl, bh)) = (a?, b?);
     let (always, never) = match op {
@@ -451,8 +452,9 @@ fn transfer(prim: &Prim, args: &[&ClassData], ty: &TensorType) -> Facts {
         }
         Prim::Select => f(1).hull(f(2)),
         Prim::Clamp if !ty.dtype.is_float() => {
+            // `min(max(x, lo), hi)`: `hi` where an element's `lo` exceeds its `hi`.
             let r = match (f(0).int_range, f(2).int_range) {
-                (Some(lo), Some(hi)) if lo.0 <= hi.1 => Some((lo.0, hi.1)),
+                (Some(lo), Some(hi)) => Some((lo.0.min(hi.0), hi.1)),
                 _ => None,
             };
             Facts { int_range: r, sign_clear: r.is_some_and(|r| r.0 >= 0), ..none }
@@ -465,6 +467,17 @@ fn transfer(prim: &Prim, args: &[&ClassData], ty: &TensorType) -> Facts {
             } else {
                 let r = x.int_range.filter(|r| r.0 as f64 >= -EXACT_INT && r.1 as f64 <= EXACT_INT);
                 let r = if from == DType::Bool { Some((0, 1)) } else { r };
+                let r = match ty.dtype {
+                    // `x != 0`, not `x`.
+                    DType::Bool => Some(match r {
+                        Some((0, 0)) => (0, 0),
+                        Some((l, h)) if l > 0 || h < 0 => (1, 1),
+                        _ => (0, 1),
+                    }),
+                    // Negative i32 values keep their bits: huge u32 ones.
+                    DType::U32 => r.filter(|r| r.0 >= 0),
+                    DType::I32 | DType::F32 | DType::F64 => r,
+                };
                 let small = r.is_some_and(|r| r.0 >= -64 && r.1 <= 64);
                 Facts {
                     not_nan: true,
@@ -500,7 +513,9 @@ fn transfer(prim: &Prim, args: &[&ClassData], ty: &TensorType) -> Facts {
         {
             Facts { int_range: None, ..f(0) }
         }
-        Prim::Gather { mode: IndexMode::Clip, .. } => f(0),
+        // Clipped indices read operand elements, but from an empty axis the fill value (NaN,
+        // the integer minimum, true), which the operand's facts say nothing about.
+        Prim::Gather { mode: IndexMode::Clip, axis, .. } if args[0].ty().shape.dims()[*axis] > 0 => f(0),
         Prim::ArgReduce { axis, .. } => {
             let n = args[0].ty().shape.dims()[*axis] as i64;
             Facts {

@@ -2,8 +2,9 @@
 //!
 //! Cost is lexicographic: bytes materialized first (which results count is the [`CostModel`]:
 //! every result, or only those of kernel roots and runtime steps), then flops, then node count
-//! (which makes every operation cost something, so extraction never picks a cycle). The extractor
-//! chooses one node per class bottom-up, each e-node priced once (Knuth's algorithm: O(n log n) in
+//! (equations and constants, as the region as written is priced: a multi-result equation's
+//! projections are free). The extractor chooses one node per class bottom-up, finalizing a class
+//! only after its children (so it never picks a cycle), each e-node priced once (Knuth's algorithm: O(n log n) in
 //! the e-graph's size, unlike egg's re-sweeping `Extractor` or a worklist that re-prices
 //! ancestors), then prices the chosen program as a DAG — every class once, however many consumers
 //! share it — which is the number the caller compares with the input's to refuse a costlier

@@ -73,7 +73,10 @@ pub fn assert_same_values(f: &Function, g: &Function) {
     assert_eq!(f.param_types(), g.param_types());
     assert_eq!(f.output_types(), g.output_types());
     for offset in 0..16 {
-        let args: Vec<Array> = f.param_types().iter().map(|t| special(t, offset)).collect();
+        // Each parameter its own values (7k: distinct offsets in both tables), so that a rewrite
+        // picking the wrong one of two operands (a select's arms) shows.
+        let args: Vec<Array> =
+            f.param_types().iter().enumerate().map(|(k, t)| special(t, offset + 7 * k)).collect();
         let want = kiln_ir::eval(f, &args).expect("input evaluates");
         let got = kiln_ir::eval(g, &args).expect("simplified evaluates");
         for (w, o) in want.iter().zip(&got) {
