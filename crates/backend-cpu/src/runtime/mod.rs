@@ -58,7 +58,7 @@ pub(crate) enum Op {
     /// outputs, then a flag byte. The outputs are zeroed, then data rows `0..rows` run in `chunks`
     /// ranges cut where the id changes (each owning its segments); if a range met a row of another
     /// range's segment (unsorted ids), the output is zeroed again and all rows run on one thread.
-    /// Several outputs (sums of the same data by other ids, `grouping::find_segment_sibling`)
+    /// Several outputs (sums of data of one type by their own ids, `grouping::find_segment_sibling`)
     /// only ever run on one thread.
     SegmentKernel {
         /// Index into `Executable::kernels`.
