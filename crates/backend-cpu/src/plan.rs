@@ -418,7 +418,8 @@ fn compile_at(
                     let out = bytes(f.var_type(f.eqns[*root].outputs[0]));
                     // Members of a segment group share one loop over the data rows: their leaves
                     // are read once, below.
-                    let read: usize = if segment { 0 } else { own.iter().map(|v| bytes(f.var_type(*v))).sum() };
+                    let read: usize =
+                        if segment { 0 } else { own.iter().map(|v| bytes(f.var_type(*v))).sum() };
                     traffic = traffic.add(Traffic { bytes: (read + out) as u64, flops: work.flops });
                 }
                 let op = match &e.prim {

@@ -233,9 +233,18 @@ fn remainders_as_overlapping_vectors_are_bitwise() {
                 let args = [array(dt, &dims, 1), array(dt, &dims[..1], 2)];
                 let want = eval(&f, &args).expect("interpreter");
                 for threads in 1..=4 {
-                    let o = CompileOptions { threads: Some(threads), min_task_work: Some(0), ..CompileOptions::default() };
+                    let o = CompileOptions {
+                        threads: Some(threads),
+                        min_task_work: Some(0),
+                        ..CompileOptions::default()
+                    };
                     let got = compile_with(&f, &o).unwrap().run(&args).unwrap();
-                    assert!(got[0].bitwise_eq(&want[0]), "{dt} {dims:?} threads {threads}\n{:?}\n{:?}", got[0], want[0]);
+                    assert!(
+                        got[0].bitwise_eq(&want[0]),
+                        "{dt} {dims:?} threads {threads}\n{:?}\n{:?}",
+                        got[0],
+                        want[0]
+                    );
                 }
             }
         }

@@ -401,8 +401,10 @@ fn levels_agree_on_all_sizes_and_offsets() {
 fn every_size_gives_the_bits_of_a_whole_chunk() {
     let xs64 = mixed_inputs(80);
     let xs32: Vec<f32> = xs64.iter().map(|&x| x as f32).collect();
-    let bits64 = |v: &[f64]| v.iter().map(|x| if x.is_nan() { u64::MAX } else { x.to_bits() }).collect::<Vec<_>>();
-    let bits32 = |v: &[f32]| v.iter().map(|x| if x.is_nan() { u32::MAX } else { x.to_bits() }).collect::<Vec<_>>();
+    let bits64 =
+        |v: &[f64]| v.iter().map(|x| if x.is_nan() { u64::MAX } else { x.to_bits() }).collect::<Vec<_>>();
+    let bits32 =
+        |v: &[f32]| v.iter().map(|x| if x.is_nan() { u32::MAX } else { x.to_bits() }).collect::<Vec<_>>();
     for t in Level::ALL.into_iter().filter_map(table_for) {
         for f in Func::ALL {
             let mut whole64 = vec![0.0; 80];
@@ -414,13 +416,28 @@ fn every_size_gives_the_bits_of_a_whole_chunk() {
                     let range = off..off + n;
                     let mut y = vec![0.0; n];
                     t.map_f64(f, &xs64[range.clone()], &mut y);
-                    assert_eq!(bits64(&y), bits64(&whole64[range.clone()]), "{:?} {f:?} f64 n={n} off={off}", t.level);
+                    assert_eq!(
+                        bits64(&y),
+                        bits64(&whole64[range.clone()]),
+                        "{:?} {f:?} f64 n={n} off={off}",
+                        t.level
+                    );
                     let mut b = xs64[range.clone()].to_vec();
                     t.map_f64_in_place(f, &mut b);
-                    assert_eq!(bits64(&b), bits64(&whole64[range.clone()]), "{:?} {f:?} f64 in place n={n}", t.level);
+                    assert_eq!(
+                        bits64(&b),
+                        bits64(&whole64[range.clone()]),
+                        "{:?} {f:?} f64 in place n={n}",
+                        t.level
+                    );
                     let mut y = vec![0.0f32; n];
                     t.map_f32(f, &xs32[range.clone()], &mut y);
-                    assert_eq!(bits32(&y), bits32(&whole32[range.clone()]), "{:?} {f:?} f32 n={n} off={off}", t.level);
+                    assert_eq!(
+                        bits32(&y),
+                        bits32(&whole32[range.clone()]),
+                        "{:?} {f:?} f32 n={n} off={off}",
+                        t.level
+                    );
                     let mut b = xs32[range.clone()].to_vec();
                     t.map_f32_in_place(f, &mut b);
                     assert_eq!(bits32(&b), bits32(&whole32[range]), "{:?} {f:?} f32 in place n={n}", t.level);

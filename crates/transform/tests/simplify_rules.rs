@@ -202,7 +202,8 @@ fn select_const_on_a_comparison_decided_by_ranges() {
         assert_eq!(names, ["gather"], "{g}");
     }
     does_not_fire("select_const", &wrap("[0, 5, -3, 7, 1, 0]", "lt", "w e"), false);
-    let unknown = wrap("[0, 5, 39, 7, 1, 0]", "lt", "w e").replace("p:bool[6] = lt e zb", "p:bool[6] = lt q zb");
+    let unknown =
+        wrap("[0, 5, 39, 7, 1, 0]", "lt", "w e").replace("p:bool[6] = lt e zb", "p:bool[6] = lt q zb");
     does_not_fire("select_const", &unknown, false);
 }
 
@@ -212,7 +213,8 @@ fn select_const_on_a_comparison_decided_by_ranges() {
 /// value). Each feeds a comparison and a select, which must stay or pick the right arm.
 #[test]
 fn select_const_is_not_misled_by_conversions_clamps_and_empty_gathers() {
-    let u32_of_negative = "{ lambda x:i32[10] a:f32[10] b:f32[10] ; lo:i32[] = -4, hi:i32[] = -1, z:u32[] = 0 . let
+    let u32_of_negative =
+        "{ lambda x:i32[10] a:f32[10] b:f32[10] ; lo:i32[] = -4, hi:i32[] = -1, z:u32[] = 0 . let
         c:i32[10] = clamp lo x hi
         u:u32[10] = convert_element_type[dtype=u32] c
         zb:u32[10] = broadcast_in_dim[shape=(10,) broadcast_dimensions=()] z
@@ -232,7 +234,8 @@ fn select_const_is_not_misled_by_conversions_clamps_and_empty_gathers() {
           in (s) }",
     );
     assert_eq!(g.outputs, vec![g.params[1]], "{g}");
-    let crossed_clamp = "{ lambda x:i32[2] a:f32[2] b:f32[2] ; lo:i32[2] = [5, 5], hi:i32[2] = [2, 10], v:i32[] = 5 . let
+    let crossed_clamp =
+        "{ lambda x:i32[2] a:f32[2] b:f32[2] ; lo:i32[2] = [5, 5], hi:i32[2] = [2, 10], v:i32[] = 5 . let
         c:i32[2] = clamp lo x hi
         vb:i32[2] = broadcast_in_dim[shape=(2,) broadcast_dimensions=()] v
         p:bool[2] = lt c vb

@@ -114,7 +114,14 @@ pub(super) fn build(
             slots.extend(m.slots.iter().map(|(v, k)| (*v, *k)));
         }
         let m0 = &members[0];
-        merged = [Member { f: m0.f, root: m0.root, inline: m0.inline, row_scale: 1, slots, out_slot: m0.out_slot }];
+        merged = [Member {
+            f: m0.f,
+            root: m0.root,
+            inline: m0.inline,
+            row_scale: 1,
+            slots,
+            out_slot: m0.out_slot,
+        }];
         &merged
     } else {
         members

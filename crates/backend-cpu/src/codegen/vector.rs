@@ -329,7 +329,8 @@ impl<'a, 'b> Emitter<'a, 'b> {
             // step of `U` vectors): single vectors while a whole one fits before the last, then
             // the last vector [end - L, end), inside the piece since it holds at least one step.
             let lanes = self.vs.lanes as i64;
-            let (last_vec, scalar_tail, done) = (self.b.create_block(), self.b.create_block(), self.b.create_block());
+            let (last_vec, scalar_tail, done) =
+                (self.b.create_block(), self.b.create_block(), self.b.create_block());
             let ran = self.b.ins().icmp(IntCC::SignedGreaterThan, vend, start);
             let left = self.b.ins().icmp(IntCC::SignedLessThan, vend, end);
             let both = self.b.ins().band(ran, left);

@@ -182,4 +182,3 @@ pub(crate) unsafe fn drive<T: Copy + Default, X: Fixup<T>>(
         unsafe { (dst.add(n - LANES) as *mut [T; LANES]).write_unaligned(run_chunk::<T, X>(&last, &f)) };
     }
 }
-

@@ -4,7 +4,8 @@
 use super::lang::{Node, PrimTable};
 use egg::{Analysis, DidMerge, EGraph, Id};
 use kiln_ir::{
-    Array, BinaryOp, CompareOp, CumulativeOp, DType, IndexMode, Prim, ReduceOp, TensorType, UnaryOp, with_array,
+    Array, BinaryOp, CompareOp, CumulativeOp, DType, IndexMode, Prim, ReduceOp, TensorType, UnaryOp,
+    with_array,
 };
 use smallvec::{SmallVec, smallvec};
 use std::collections::HashMap;
@@ -527,7 +528,9 @@ fn transfer(prim: &Prim, args: &[&ClassData], ty: &TensorType) -> Facts {
             }
         }
         Prim::Compare(op) => match decided(*op, f(0).int_range, f(1).int_range) {
-            Some(v) => Facts { not_nan: true, finite: true, sign_clear: true, small: true, int_range: Some((v, v)) },
+            Some(v) => {
+                Facts { not_nan: true, finite: true, sign_clear: true, small: true, int_range: Some((v, v)) }
+            }
             None => none,
         },
         Prim::Clamp
