@@ -401,48 +401,45 @@ fn levels_agree_on_all_sizes_and_offsets() {
 fn every_size_gives_the_bits_of_a_whole_chunk() {
     let xs64 = mixed_inputs(80);
     let xs32: Vec<f32> = xs64.iter().map(|&x| x as f32).collect();
-    let bits64 =
-        |v: &[f64]| v.iter().map(|x| if x.is_nan() { u64::MAX } else { x.to_bits() }).collect::<Vec<_>>();
+    let bits64 = |v: &[f64]| v.iter().map(|x| if x.is_nan() { u64::MAX } else { x.to_bits() }).collect();
     let bits32 =
-        |v: &[f32]| v.iter().map(|x| if x.is_nan() { u32::MAX } else { x.to_bits() }).collect::<Vec<_>>();
+        |v: &[f32]| v.iter().map(|x| if x.is_nan() { u64::MAX } else { u64::from(x.to_bits()) }).collect();
     for t in Level::ALL.into_iter().filter_map(table_for) {
         for f in Func::ALL {
+            let label = format!("{:?} {f:?}", t.level);
             let mut whole64 = vec![0.0; 80];
             t.map_f64(f, &xs64, &mut whole64);
+            let (map, in_place) =
+                (|x: &[f64], y: &mut [f64]| t.map_f64(f, x, y), |b: &mut [f64]| t.map_f64_in_place(f, b));
+            sizes_match_whole_chunks(&format!("{label} f64"), &xs64, &whole64, &map, &in_place, &bits64);
             let mut whole32 = vec![0.0f32; 80];
             t.map_f32(f, &xs32, &mut whole32);
-            for n in 0..=40 {
-                for off in [0, 1, 7, 80 - n] {
-                    let range = off..off + n;
-                    let mut y = vec![0.0; n];
-                    t.map_f64(f, &xs64[range.clone()], &mut y);
-                    assert_eq!(
-                        bits64(&y),
-                        bits64(&whole64[range.clone()]),
-                        "{:?} {f:?} f64 n={n} off={off}",
-                        t.level
-                    );
-                    let mut b = xs64[range.clone()].to_vec();
-                    t.map_f64_in_place(f, &mut b);
-                    assert_eq!(
-                        bits64(&b),
-                        bits64(&whole64[range.clone()]),
-                        "{:?} {f:?} f64 in place n={n}",
-                        t.level
-                    );
-                    let mut y = vec![0.0f32; n];
-                    t.map_f32(f, &xs32[range.clone()], &mut y);
-                    assert_eq!(
-                        bits32(&y),
-                        bits32(&whole32[range.clone()]),
-                        "{:?} {f:?} f32 n={n} off={off}",
-                        t.level
-                    );
-                    let mut b = xs32[range.clone()].to_vec();
-                    t.map_f32_in_place(f, &mut b);
-                    assert_eq!(bits32(&b), bits32(&whole32[range]), "{:?} {f:?} f32 in place n={n}", t.level);
-                }
-            }
+            let (map, in_place) =
+                (|x: &[f32], y: &mut [f32]| t.map_f32(f, x, y), |b: &mut [f32]| t.map_f32_in_place(f, b));
+            sizes_match_whole_chunks(&format!("{label} f32"), &xs32, &whole32, &map, &in_place, &bits32);
+        }
+    }
+}
+
+/// Every `n ≤ 40` elements of `xs` at offsets 0, 1, 7 and the end, mapped out of place and in
+/// place, have the bits of the same elements in `whole` (the map of all of `xs`; NaN as NaN).
+fn sizes_match_whole_chunks<T: Copy + Default>(
+    label: &str,
+    xs: &[T],
+    whole: &[T],
+    map: &dyn Fn(&[T], &mut [T]),
+    map_in_place: &dyn Fn(&mut [T]),
+    bits: &dyn Fn(&[T]) -> Vec<u64>,
+) {
+    for n in 0..=40 {
+        for off in [0, 1, 7, xs.len() - n] {
+            let range = off..off + n;
+            let mut y = vec![T::default(); n];
+            map(&xs[range.clone()], &mut y);
+            assert_eq!(bits(&y), bits(&whole[range.clone()]), "{label} n={n} off={off}");
+            let mut b = xs[range.clone()].to_vec();
+            map_in_place(&mut b);
+            assert_eq!(bits(&b), bits(&whole[range]), "{label} in place n={n} off={off}");
         }
     }
 }
