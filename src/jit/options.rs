@@ -119,9 +119,9 @@ pub(crate) fn backend_compile(f: &Function, opts: &JitOptions) -> Result<Executa
         };
         let (every, every_report) = run(kiln_transform::CostModel::EveryResult);
         let (fused, fused_report) = run(kiln_transform::CostModel::Fused);
-        let (take_fused, models) = fused_cheaper(&fused, &every);
+        let (take_fused, models, estimate) = fused_cheaper(&fused, &every);
         let (simplified, report) = if take_fused { (fused, fused_report) } else { (every, every_report) };
-        let (keep, mut verdict) = backend_verdict(&live, &simplified);
+        let (keep, mut verdict) = backend_verdict(&live, estimate);
         verdict.push_str(&format!(
             "\ncost models: the {} extraction is the simplified program above ({models})",
             if take_fused { "fused-costs" } else { "every-result" }
@@ -149,9 +149,9 @@ pub(crate) fn backend_compile(f: &Function, opts: &JitOptions) -> Result<Executa
 /// of both ([`kiln_backend_cpu::estimate`]: fusion included, no code generated): kept unless it moves
 /// more bytes per call, or as many and more flops. The simplifier prices e-nodes, not kernels: on
 /// W4's forward at B = 64 its choice moved 18.2 MB per call where the input moved 14.9 MB once fused.
-/// Also says why, for the dump.
-fn backend_verdict(live: &Function, simplified: &Function) -> (bool, String) {
-    match (kiln_backend_cpu::estimate(live), kiln_backend_cpu::estimate(simplified)) {
+/// Also says why, for the dump. `simplified`: the simplifier program's estimate.
+fn backend_verdict(live: &Function, simplified: Estimate) -> (bool, String) {
+    match (kiln_backend_cpu::estimate(live), simplified) {
         (Ok(a), Ok(b)) => {
             let keep = cost(&b) <= cost(&a);
             let what = if keep { "simplified program kept" } else { "input kept (simplified costs more)" };
@@ -178,11 +178,15 @@ fn no_costlier(a: &Function, b: &Function) -> bool {
     }
 }
 
+/// The backend's estimate of a program (an error where it does not plan).
+type Estimate = Result<kiln_backend_cpu::CostReport, CompileError>;
+
 /// Whether the backend estimates the fused-costs extraction `fused` strictly cheaper than the
 /// every-result one `every` ([`cost`]; false if `fused` does not plan, true if only `every` does
-/// not), and the two estimates for the dump.
-fn fused_cheaper(fused: &Function, every: &Function) -> (bool, String) {
-    let line = |r: &Result<kiln_backend_cpu::CostReport, CompileError>| match r {
+/// not), the two estimates for the dump, and the chosen program's estimate (for
+/// [`backend_verdict`], which would otherwise plan it again).
+fn fused_cheaper(fused: &Function, every: &Function) -> (bool, String, Estimate) {
+    let line = |r: &Estimate| match r {
         Ok(r) => format!("{} kernels, {} bytes, {} flops", r.kernels, r.bytes_moved, r.flops),
         Err(e) => format!("does not plan ({e})"),
     };
@@ -192,7 +196,8 @@ fn fused_cheaper(fused: &Function, every: &Function) -> (bool, String) {
         (Ok(_), Err(_)) => true,
         (Err(_), _) => false,
     };
-    (better, format!("fused-costs program: {}; every-result program: {}", line(&ea), line(&eb)))
+    let models = format!("fused-costs program: {}; every-result program: {}", line(&ea), line(&eb));
+    (better, models, if better { ea } else { eb })
 }
 
 /// Whether a scan's loop-invariant equations move out of it ([`kiln_transform::hoist_scan_invariants`]):
@@ -252,10 +257,13 @@ mod tests {
         // One kernel (8 KB moved) against a program that also materializes exp(x) for two logs:
         // the costlier "simplified" program is refused, a cheaper or equal one kept.
         let (cheap, costly) = (program(0), program(2));
-        let (keep, why) = backend_verdict(&cheap, &costly);
+        let verdict = |live: &Function, simplified: &Function| {
+            backend_verdict(live, kiln_backend_cpu::estimate(simplified))
+        };
+        let (keep, why) = verdict(&cheap, &costly);
         assert!(!keep, "{why}");
         assert!(why.contains("input kept") && why.contains("8000 bytes"), "{why}");
-        assert!(backend_verdict(&costly, &cheap).0);
-        assert!(backend_verdict(&cheap, &cheap).0);
+        assert!(verdict(&costly, &cheap).0);
+        assert!(verdict(&cheap, &cheap).0);
     }
 }
