@@ -73,7 +73,8 @@ impl JitOptions {
 /// under both [`kiln_transform::CostModel`]s — the fused-costs extraction is taken where the
 /// backend estimates it strictly cheaper than the every-result one ([`fused_cheaper`]) — and its
 /// program is kept if the backend estimates it no costlier than the input ([`backend_verdict`]),
-/// then the backend compiles (multi-output kernels with `opts.simplify`) with `opts.threads` (or
+/// then literal loop constants are sunk into scan bodies ([`kiln_transform::sink_scan_constants`])
+/// and the backend compiles (multi-output kernels with `opts.simplify`) with `opts.threads` (or
 /// `KILN_NUM_THREADS`) and `KILN_DUMP` from the environment. With `KILN_DUMP` set,
 /// `<dir>/simplify-<n>.txt` holds the IR before and after, the simplifier's report and the
 /// verdicts.
@@ -132,9 +133,16 @@ pub(crate) fn backend_compile(f: &Function, opts: &JitOptions) -> Result<Executa
              {dot_transposes} loop constants of products transposed before their loops",
             hoist.hoisted, hoist.scans, hoist.refused
         ));
+        // Literal loop constants become constants of their loop bodies, where the backend sees
+        // their values (indices in range need no clamps). After the simplifier, which folds the
+        // hoisted invariants into literals; exact, and no change to the estimates above.
+        let (simplified, sunk) = kiln_transform::sink_scan_constants(&simplified);
+        let (input, _) = kiln_transform::sink_scan_constants(&live);
+        verdict.push_str(&format!("\n{sunk} literal loop constants sunk into scan bodies"));
         if let Some(dir) = &options.dump_dir {
             dump_simplify(dir, &live, &simplified, &report, &verdict);
         }
+        live = input;
         if keep {
             // `estimate` stops before code generation; should the simplified program fail there
             // (an operand limit, say), the input is compiled instead.

@@ -16,7 +16,8 @@
 //!   [`sort_scan_scatters`] turns scatter-adds with loop-invariant indices into segment sums (over
 //!   indices sorted once where their updates can be permuted), and
 //!   [`transpose_scan_dot_constants`] gives loop constants read by a product a layout whose lanes
-//!   are contiguous.
+//!   are contiguous; [`sink_scan_constants`] makes loop constants that are literals constants of
+//!   the loop's body.
 //! * [`simplify`](mod@simplify): equality-saturation simplification with egg (named IEEE-exact rules,
 //!   a DAG-cost extractor, bounded per-region runs).
 #![warn(missing_docs)]
@@ -26,6 +27,7 @@ pub mod batching;
 mod dce;
 mod licm;
 mod replay;
+mod scan_constants;
 mod scan_dot_layout;
 pub mod simplify;
 mod sorted_scatter;
@@ -33,6 +35,7 @@ mod sorted_scatter;
 pub use dce::dce;
 pub use licm::{HoistReport, hoist_scan_invariants};
 pub use replay::{replay, trace_function};
+pub use scan_constants::sink_scan_constants;
 pub use scan_dot_layout::transpose_scan_dot_constants;
 pub use simplify::{CostModel, RegionReport, SimplifyOptions, SimplifyReport, StopReason, simplify};
 pub use sorted_scatter::sort_scan_scatters;
