@@ -379,3 +379,124 @@ fn row_wise_scatter_adds_with_no_updates_or_no_rows_match_the_interpreter() {
         }
     }
 }
+
+/// Every kernel's Cranelift IR (the dump's `kernel*.clif`, machine code after it) of `f` compiled
+/// on one thread.
+fn kernel_texts(f: &Function) -> String {
+    // One folder per call: tests run at once in one process.
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("kiln-const-index-{}-{call}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let opts = kiln_backend_cpu::CompileOptions {
+        dump_dir: Some(dir.clone()),
+        threads: Some(1),
+        ..Default::default()
+    };
+    kiln_backend_cpu::compile_with(f, &opts).unwrap();
+    let folder = std::fs::read_dir(&dir).unwrap().next().unwrap().unwrap().path();
+    let mut text = String::new();
+    for entry in std::fs::read_dir(&folder).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "clif") {
+            let clif = std::fs::read_to_string(&path).unwrap();
+            text.push_str(clif.split("; machine code").next().unwrap());
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    text
+}
+
+/// Gathers from a `[5, 2]` table (rows of 2: the scalar nest) and a `[5]` one (the unrolled edge
+/// kernel) with a constant index array, and two sibling segment sums (one serial kernel) over
+/// constant ids: constants all in range compile without index clamps or range checks, constants
+/// with one id out of range (−1, or 5) keep them; both bitwise the interpreter, and by hand.
+#[test]
+fn constant_indices_in_range_need_no_clamps_and_out_of_range_ones_keep_them() {
+    let table2: Vec<f32> = (0..10).map(|i| i as f32 + 0.5).collect();
+    let table1: Vec<f32> = (0..5).map(|i| 10.0 + i as f32).collect();
+    let in_range = vec![4i32, 0, 2, 2, 1, 3, 0];
+    for (ids, clamps) in
+        [(in_range.clone(), false), (vec![4, 0, 2, -1, 1, 3, 0], true), (vec![4, 0, 5, 2, 1, 3, 0], true)]
+    {
+        for mode in [IndexMode::Clip, IndexMode::FillOrDrop] {
+            let mut f = Function::new();
+            let t2 = f.add_param(TensorType::new(DType::F32, Shape::new(&[5, 2])));
+            let t1 = f.add_param(TensorType::new(DType::F32, Shape::new(&[5])));
+            let idx = f.add_const(Array::from_vec(&[ids.len()], ids.clone()));
+            let g2 = push(&mut f, Prim::Gather { axis: 0, batch_dims: 0, mode }, &[t2, idx]);
+            let g1 = push(&mut f, Prim::Gather { axis: 0, batch_dims: 0, mode }, &[t1, idx]);
+            f.outputs = vec![g2, g1];
+            let args = [Array::from_vec(&[5, 2], table2.clone()), Array::from_vec(&[5], table1.clone())];
+            let got = compile(&f).unwrap().run(&args).unwrap();
+            let want = eval(&f, &args).unwrap();
+            for (g, w) in got.iter().zip(&want) {
+                assert_eq!(bits(g), bits(w), "{ids:?} {mode:?}");
+            }
+            let text = kernel_texts(&f);
+            assert_eq!(text.contains("smin"), clamps, "{ids:?} {mode:?}:\n{text}");
+            if ids == in_range {
+                let row = |i: usize| [table2[2 * ids[i] as usize], table2[2 * ids[i] as usize + 1]];
+                let rows: Vec<f32> = (0..ids.len()).flat_map(row).collect();
+                assert_eq!(got[0].to_vec::<f32>().unwrap(), rows);
+                let edge: Vec<f32> = ids.iter().map(|&i| 10.0 + i as f32).collect();
+                assert_eq!(got[1].to_vec::<f32>().unwrap(), edge);
+            }
+        }
+        // Two segment sums of one data array by constant ids: one kernel, one loop.
+        let mut f = Function::new();
+        let data = f.add_param(TensorType::new(DType::F32, Shape::new(&[ids.len()])));
+        let a = f.add_const(Array::from_vec(&[ids.len()], ids.clone()));
+        let b = f.add_const(Array::from_vec(&[ids.len()], in_range.clone()));
+        let sa = push(&mut f, Prim::SegmentSum { num_segments: 5 }, &[data, a]);
+        let sb = push(&mut f, Prim::SegmentSum { num_segments: 5 }, &[data, b]);
+        f.outputs = vec![sa, sb];
+        let values: Vec<f32> = (0..ids.len()).map(|i| 1.0 + i as f32 * 0.25).collect();
+        let args = [Array::from_vec(&[ids.len()], values.clone())];
+        let got = compile(&f).unwrap().run(&args).unwrap();
+        let want = eval(&f, &args).unwrap();
+        for (g, w) in got.iter().zip(&want) {
+            assert_eq!(bits(g), bits(w), "segment sums by {ids:?}");
+        }
+        let mut by_hand = vec![0.0f32; 5];
+        for (&i, &v) in in_range.iter().zip(&values) {
+            by_hand[i as usize] += v;
+        }
+        assert_eq!(got[1].to_vec::<f32>().unwrap(), by_hand);
+        // The in-range member adds without a check; one with an id out of range keeps its
+        // unsigned `id < 5` test.
+        let text = kernel_texts(&f);
+        assert!(text.contains("; root segment_sum (equation 1)"), "one kernel:\n{text}");
+        assert_eq!(text.contains(" ult "), clamps, "{ids:?}:\n{text}");
+    }
+}
+
+/// A row-wise `scatter_add` with a constant index array shared by the rows: in range it compiles
+/// without clamp or range check (the by-hand values of `row_wise_scatter_add_by_hand`), with an
+/// index of 3 (past `M = 3`) it keeps them; both modes, bitwise the interpreter.
+#[test]
+fn constant_scatter_indices_in_range_need_no_checks() {
+    let x = Array::from_vec(&[2, 3], vec![100.0f32; 6]);
+    let u = Array::from_vec(&[2, 3], vec![0.5f32, 1.0, 2.0, 4.0, 8.0, 32.0]);
+    for (ids, checked) in [(vec![2i32, 2, 0], false), (vec![2, 3, 0], true)] {
+        for mode in [IndexMode::Clip, IndexMode::FillOrDrop] {
+            let mut f = Function::new();
+            let xv = f.add_param(TensorType::new(DType::F32, Shape::new(&[2, 3])));
+            let uv = f.add_param(TensorType::new(DType::F32, Shape::new(&[2, 3])));
+            let idv = f.add_const(Array::from_vec(&[3], ids.clone()));
+            let twice = push(&mut f, Prim::Binary(BinaryOp::Add), &[uv, uv]);
+            let sc = Prim::Scatter { op: ScatterOp::Add, axis: 1, batch_dims: 0, mode };
+            let out = push(&mut f, sc, &[xv, idv, twice]);
+            f.outputs.push(out);
+            let args = [x.clone(), u.clone()];
+            let got = compile(&f).unwrap().run(&args).unwrap().remove(0);
+            assert!(got.bitwise_eq(&eval(&f, &args).unwrap()[0]), "{ids:?} {mode:?}");
+            if !checked {
+                assert_eq!(got.to_vec::<f32>().unwrap(), vec![104.0, 100.0, 103.0, 164.0, 100.0, 124.0]);
+            }
+            let text = kernel_texts(&f);
+            assert!(text.contains("; root scatter_add"), "{text}");
+            assert_eq!(text.contains(" ult "), checked, "{ids:?} {mode:?}:\n{text}");
+        }
+    }
+}

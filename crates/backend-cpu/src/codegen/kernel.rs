@@ -33,6 +33,21 @@ pub(super) fn clif_type(dt: DType) -> Type {
     }
 }
 
+/// The least and greatest element of an integer array (`None` for floats, bools or no element).
+fn int_range(a: &kiln_ir::Array) -> Option<(i64, i64)> {
+    fn min_max(values: impl Iterator<Item = i64>) -> Option<(i64, i64)> {
+        values.fold(None, |r, v| match r {
+            None => Some((v, v)),
+            Some((lo, hi)) => Some((lo.min(v), hi.max(v))),
+        })
+    }
+    match a.dtype() {
+        DType::I32 => min_max(a.as_array::<i32>()?.iter().map(|&v| i64::from(v))),
+        DType::U32 => min_max(a.as_array::<u32>()?.iter().map(|&v| i64::from(v))),
+        DType::F32 | DType::F64 | DType::Bool => None,
+    }
+}
+
 /// Loads and stores only ever touch in-bounds addresses (indices are clamped before use).
 pub(super) fn mem() -> MemFlagsData {
     MemFlagsData::new().with_notrap()
@@ -176,6 +191,7 @@ pub(super) fn build(
             callbacks,
             vs: super::vector::VState::default(),
             unrolled: 1,
+            const_ranges: HashMap::new(),
         };
         let e = &m.f.eqns[m.root];
         let out_ty = m.f.var_type(e.outputs[0]).clone();
@@ -254,6 +270,8 @@ pub(super) struct Emitter<'a, 'b> {
     pub(super) vs: super::vector::VState,
     /// Copies of the body being emitted made by enclosing unrolled nests (1 outside them).
     pub(super) unrolled: usize,
+    /// [`Emitter::const_range`] of each variable asked about.
+    const_ranges: HashMap<Var, Option<(i64, i64)>>,
 }
 
 pub(super) type Body<'x, 'a, 'b> = dyn FnMut(&mut Emitter<'a, 'b>, &[Value]) -> R<()> + 'x;
@@ -610,6 +628,9 @@ impl<'a, 'b> Emitter<'a, 'b> {
         let row_len: usize = inner.iter().product();
         let dt = f.dtype(e.inputs[0]);
         let unroll = (GATHER_UNROLL / row_len as i64).max(1);
+        // Constant ids all in `0..num_segments` need no range check.
+        let checked: Vec<bool> =
+            outs.iter().map(|(o, _)| !self.indices_within(o.inputs[1], num_segments as i64)).collect();
         self.for_groups(lo, hi, unroll, &mut |s, i, n| {
             // A group's ids and values before its adds, as in `segment_rows`.
             let mut rows = Vec::with_capacity(n as usize);
@@ -627,11 +648,15 @@ impl<'a, 'b> Emitter<'a, 'b> {
                 rows.push(members);
             }
             for members in rows {
-                for (&(_, out_base), (id, values)) in outs.iter().zip(members) {
+                for ((&(_, out_base), (id, values)), &check) in outs.iter().zip(members).zip(&checked) {
                     let (add, next) = (s.b.create_block(), s.b.create_block());
-                    // Negative ids wrap to large unsigned ones: dropped with those past the end.
-                    let in_range = s.b.ins().icmp_imm_u(IntCC::UnsignedLessThan, id, num_segments as i64);
-                    s.b.ins().brif(in_range, add, &[], next, &[]);
+                    if check {
+                        // Negative ids wrap to large unsigned ones: dropped with those past the end.
+                        let in_range = s.b.ins().icmp_imm_u(IntCC::UnsignedLessThan, id, num_segments as i64);
+                        s.b.ins().brif(in_range, add, &[], next, &[]);
+                    } else {
+                        s.b.ins().jump(add, &[]);
+                    }
                     s.b.switch_to_block(add);
                     let first = s.b.ins().imul_imm_s(id, row_len as i64);
                     for (j, &v) in values.iter().enumerate() {
@@ -664,6 +689,8 @@ impl<'a, 'b> Emitter<'a, 'b> {
         let row_len: usize = inner.iter().product();
         let updates = f.var_type(ids).shape.dims()[batch_dims] as i64;
         let dt = f.dtype(x);
+        // Constant indices all in `0..m` need no clamp or range check.
+        let known = self.indices_within(ids, m);
         self.for_range_from(lo, hi, &mut |s, b| {
             s.for_each_index_unrolled(&out_dims[1..], &mut |s, rest| {
                 let idx: Vec<Value> = std::iter::once(b).chain(rest.iter().copied()).collect();
@@ -677,11 +704,16 @@ impl<'a, 'b> Emitter<'a, 'b> {
                 let id = if batch_dims == 1 { s.index_at(ids, &[b, i])? } else { s.index_at(ids, &[i])? };
                 let (add, next) = (s.b.create_block(), s.b.create_block());
                 let target = match mode {
+                    _ if known => id,
                     IndexMode::Clip => s.clamp(id, 0, m - 1),
                     IndexMode::FillOrDrop => id,
                 };
-                let in_range = s.b.ins().icmp_imm_u(IntCC::UnsignedLessThan, target, m);
-                s.b.ins().brif(in_range, add, &[], next, &[]);
+                if known {
+                    s.b.ins().jump(add, &[]);
+                } else {
+                    let in_range = s.b.ins().icmp_imm_u(IntCC::UnsignedLessThan, target, m);
+                    s.b.ins().brif(in_range, add, &[], next, &[]);
+                }
                 s.b.switch_to_block(add);
                 let row = s.b.ins().imul_imm_s(b, m);
                 let row = s.b.ins().iadd(row, target);
@@ -724,6 +756,21 @@ impl<'a, 'b> Emitter<'a, 'b> {
         let (l, h) = (self.iconst(lo), self.iconst(hi));
         let x = self.b.ins().smax(x, l);
         self.b.ins().smin(x, h)
+    }
+
+    /// Whether every element of the index array `v` lies in `0..n`, known at compile time: `v` is
+    /// an integer constant leaf of the kernel's function (a loop's literal index array, see
+    /// `kiln_transform::sink_scan_constants`). Such indices need no clamp or range check.
+    fn indices_within(&mut self, v: Var, n: i64) -> bool {
+        if self.inline[v.index()].is_some() {
+            return false;
+        }
+        let f = self.f;
+        let range = *self
+            .const_ranges
+            .entry(v)
+            .or_insert_with(|| f.consts.iter().find(|c| c.var == v).and_then(|c| int_range(&c.value)));
+        range.is_some_and(|(lo, hi)| lo >= 0 && hi < n)
     }
 
     pub(super) fn address(&mut self, dt: DType, base: Value, off: Value) -> Value {
@@ -1279,13 +1326,15 @@ impl<'a, 'b> Emitter<'a, 'b> {
         }
         let ind_idx: Vec<Value> = r[..batch_dims].iter().chain(&r[axis..axis + nidx]).copied().collect();
         let i = self.index_at(ind, &ind_idx)?;
-        let clamped = self.clamp(i, 0, size - 1);
+        let in_bounds = self.indices_within(ind, size);
+        let clamped = if in_bounds { i } else { self.clamp(i, 0, size - 1) };
         let mut j: Vec<Value> = r[..axis].to_vec();
         j.push(clamped);
         j.extend_from_slice(&r[axis + nidx..]);
         let v = self.value(x, &j)?;
         match mode {
             IndexMode::Clip => Ok(v),
+            IndexMode::FillOrDrop if in_bounds => Ok(v),
             IndexMode::FillOrDrop => {
                 let ge = self.b.ins().icmp_imm_s(IntCC::SignedGreaterThanOrEqual, i, 0);
                 let lt = self.b.ins().icmp_imm_s(IntCC::SignedLessThan, i, size);
