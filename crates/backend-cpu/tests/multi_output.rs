@@ -213,3 +213,40 @@ fn segment_sums_of_data_of_one_type_share_one_loop_on_one_thread() {
     assert_eq!((count(1, false), count(1, true)), (4, 2));
     assert_eq!((count(2, false), count(2, true)), (4, 4));
 }
+
+/// W2's spring lengths: the gather `d = x[b] − x[a]` over rows of 2 and the squared lengths of
+/// `d`'s rows are both scalar members (rows shorter than a vector) of one kernel; they share one
+/// loop over the springs, the second reading each row of `d` right after it is stored. Bitwise the
+/// ungrouped kernels over 1–4 threads (rows split), with indices out of range too; the dumped
+/// kernel has one loop over the rows where the ungrouped pair has two.
+#[test]
+fn scalar_members_over_the_same_rows_share_one_loop() {
+    let src = "{ lambda x:f32[9,2] a:i32[31] b:i32[31] . let
+        p:f32[31,2] = gather[axis=0 batch_dims=0 mode=clip] x b
+        q:f32[31,2] = gather[axis=0 batch_dims=0 mode=clip] x a
+        d:f32[31,2] = sub p q
+        s:f32[31,2] = mul d d
+        n:f32[31] = reduce_sum[axes=(1,)] s
+      in (d, n) }";
+    let ids = |seed: i32| Array::from_vec(&[31], (0..31).map(|i| (i * seed) % 13 - 2).collect::<Vec<i32>>());
+    assert_eq!(kernels(src, &[f32s(&[9, 2], 12), ids(5), ids(7)]), (2, 1));
+    // Row loops compare the row counter with the kernel's `hi` argument (`v2`).
+    let f = parse(src).unwrap();
+    for (grouped, loops) in [(false, 2), (true, 1)] {
+        let dir = std::env::temp_dir().join(format!("kiln-row-runs-{}-{grouped}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let o = CompileOptions { dump_dir: Some(dir.clone()), ..opts(1, grouped) };
+        compile_with(&f, &o).unwrap();
+        let folder = std::fs::read_dir(&dir).unwrap().next().unwrap().unwrap().path();
+        let mut text = String::new();
+        for k in 0..2 {
+            if let Ok(t) = std::fs::read_to_string(folder.join(format!("kernel{k}.clif"))) {
+                text.push_str(t.split("; machine code").next().unwrap());
+            }
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+        let headers =
+            text.lines().filter(|l| l.contains("icmp slt") && l.trim_end().ends_with(", v2")).count();
+        assert_eq!(headers, loops, "grouped {grouped}:\n{text}");
+    }
+}

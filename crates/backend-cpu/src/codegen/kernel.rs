@@ -122,28 +122,34 @@ pub(super) fn build(
                 && std::ptr::eq(m.f, members[0].f)
                 && std::ptr::eq(m.inline, members[0].inline)
         });
-    let merged;
-    let loops: &[Member] = if segment_group {
-        let mut slots = HashMap::new();
-        for m in members {
-            slots.extend(m.slots.iter().map(|(v, k)| (*v, *k)));
-        }
-        let m0 = &members[0];
-        merged = [Member {
-            f: m0.f,
-            root: m0.root,
-            inline: m0.inline,
-            row_scale: 1,
-            slots,
-            out_slot: m0.out_slot,
-        }];
-        &merged
-    } else {
-        members
-    };
+    // Members emitted as one loop: a segment group, or consecutive members on the scalar loop nest
+    // over the same rows (`row_runs`); else one member each.
+    let runs: Vec<Vec<&Member>> =
+        if segment_group { vec![members.iter().collect()] } else { row_runs(members) };
     // A segment kernel's flag follows the outputs (`runtime::Op::SegmentKernel`).
     let flag_slot = first_out + members.len();
-    for m in loops {
+    for run in &runs {
+        let merged;
+        let m: &Member = match run.as_slice() {
+            [one] => one,
+            _ => {
+                // One emitter over all the run's leaves: the same function and inlining.
+                let mut slots = HashMap::new();
+                for m in run {
+                    slots.extend(m.slots.iter().map(|(v, k)| (*v, *k)));
+                }
+                let m0 = run[0];
+                merged = Member {
+                    f: m0.f,
+                    root: m0.root,
+                    inline: m0.inline,
+                    row_scale: 1,
+                    slots,
+                    out_slot: m0.out_slot,
+                };
+                &merged
+            }
+        };
         let (mut lo, mut hi) = (lo0, hi0);
         if m.row_scale != 1 {
             // Collapsed kernel (see `collapse`): rows of the original outer axis, in collapsed rows.
@@ -199,14 +205,24 @@ pub(super) fn build(
         // A segment or scatter kernel's own loop (see `segment_rows`, `scatter_rows`); else the
         // vector path when the static check allows it (see `vector`), else the scalar loop nest
         // (unrolled for a rank-1 gather, see `gather_rows`).
-        if segment_group {
-            let mut outs = Vec::with_capacity(members.len());
-            for o in members {
-                let base = em.b.ins().load(types::I64, mem(), table, (o.out_slot * 8) as i32);
+        if run.len() > 1 {
+            let mut outs = Vec::with_capacity(run.len());
+            for o in run {
+                // A later member's leaf naming this output has its base already: the same value
+                // lets Cranelift forward the stored elements to that member's loads.
+                let out = o.f.eqns[o.root].outputs[0];
+                let base = match em.bases.get(&out).copied() {
+                    Some(base) => base,
+                    None => em.b.ins().load(types::I64, mem(), table, (o.out_slot * 8) as i32),
+                };
                 em.outputs.insert(base);
                 outs.push((&o.f.eqns[o.root], base));
             }
-            em.segment_group_rows(&outs, lo, hi)?;
+            if segment_group {
+                em.segment_group_rows(&outs, lo, hi)?;
+            } else {
+                em.row_group(&outs, lo, hi)?;
+            }
         } else if let Prim::SegmentSum { .. } = e.prim {
             let flag = em.b.ins().load(types::I64, mem(), table, (flag_slot * 8) as i32);
             em.segment_rows(e, out_base, flag, lo, hi)?;
@@ -231,6 +247,44 @@ pub(super) fn build(
     let cfg = module.target_config();
     b.finalize(cfg);
     Ok(())
+}
+
+/// The members of a multi-output kernel in runs that share one loop: consecutive members that
+/// take the scalar loop nest (`rows_nest`: not the vector path, not a rank-1 gather, segment or
+/// scatter kernel) over the same outer rows of the same function, uncollapsed. One loop over the
+/// rows then emits each member's elements of a row in turn, so a member reading an earlier one's
+/// output finds it just stored (members read earlier outputs only at their own row,
+/// `grouping::row_local`) and the rows' index and loop work is shared. W2's spring step: the
+/// gather `x[b] − x[a]` and the squared lengths over its rows of 2.
+fn row_runs<'m, 'a>(members: &'m [Member<'a>]) -> Vec<Vec<&'m Member<'a>>> {
+    let scalar = |m: &Member| {
+        let e = &m.f.eqns[m.root];
+        let out = m.f.var_type(e.outputs[0]);
+        let own_loop = matches!(e.prim, Prim::SegmentSum { .. } | Prim::Scatter { .. })
+            || matches!(e.prim, Prim::Gather { .. }) && out.rank() == 1;
+        m.row_scale == 1
+            && out.rank() >= 1
+            && out.shape.size() > 0
+            && !own_loop
+            && !super::vector::qualifies(m.f, m.inline, e)
+    };
+    let rows = |m: &Member| m.f.var_type(m.f.eqns[m.root].outputs[0]).shape.dims()[0];
+    let mut runs: Vec<Vec<&Member>> = Vec::new();
+    for m in members {
+        let joins = runs.last().is_some_and(|run| {
+            let p = run[run.len() - 1];
+            scalar(p)
+                && scalar(m)
+                && std::ptr::eq(p.f, m.f)
+                && std::ptr::eq(p.inline, m.inline)
+                && rows(p) == rows(m)
+        });
+        match runs.last_mut() {
+            Some(run) if joins => run.push(m),
+            _ => runs.push(vec![m]),
+        }
+    }
+    runs
 }
 
 /// The leaves of the kernel rooted at `f.eqns[root]`, in first-use order.
@@ -485,6 +539,26 @@ impl<'a, 'b> Emitter<'a, 'b> {
         };
         self.for_groups(lo, hi, GATHER_UNROLL, &mut |s, i, n| store_group(s, i, n))?;
         Ok(true)
+    }
+
+    /// The one loop of a run of scalar members (see [`row_runs`]): for each row `r` in `[lo, hi)`,
+    /// each member's elements `[r, ..]` in turn, computed and stored as its own loop nest would.
+    fn row_group(&mut self, outs: &[(&'a Eqn, Value)], lo: Value, hi: Value) -> R<()> {
+        let f = self.f;
+        self.for_range_from(lo, hi, &mut |s, r| {
+            for &(e, base) in outs {
+                let ty = f.var_type(e.outputs[0]);
+                let dims = ty.shape.dims().to_vec();
+                let mut prefix = vec![r];
+                s.nest(&dims, &mut prefix, true, &mut |s, idx| {
+                    let v = s.eqn_value(e, idx)?;
+                    let off = s.offset(&dims, idx);
+                    s.store(ty.dtype, base, off, v);
+                    Ok(())
+                })?;
+            }
+            Ok(())
+        })
     }
 
     /// `body(i, n)` over `[lo, hi)` in groups: `n = unroll` elements from `i` while a whole group

@@ -76,7 +76,7 @@ use super::{pairwise, scalar};
 use cranelift_codegen::ir::{
     InstBuilder, StackSlot, StackSlotData, StackSlotKind, Type, Value, condcodes::IntCC, types,
 };
-use kiln_ir::{DType, Eqn, Prim, ReduceOp, Var};
+use kiln_ir::{DType, Eqn, Function, Prim, ReduceOp, Var};
 use std::collections::HashMap;
 
 /// Elements per transcendental tile (a multiple of every `U·L`): 1–2 KiB per buffer, L1-resident.
@@ -145,16 +145,17 @@ fn segments(mut breaks: Vec<i64>, n: i64) -> Vec<(i64, i64)> {
     breaks.windows(2).map(|w| (w[0], w[1])).collect()
 }
 
-/// Emits the kernel rooted at `e` on the vector path if the static check allows it; returns
-/// whether it did (else the caller emits the scalar loop nest). `lo..hi`: the outer rows.
-pub(super) fn emit<'a>(
-    s: &mut Emitter<'a, '_>,
-    e: &'a Eqn,
-    out_base: Value,
-    lo: Value,
-    hi: Value,
-) -> R<bool> {
-    let f = s.f;
+/// What the static check decided for a kernel that takes the vector path.
+struct Plan {
+    reduce: Option<ReduceRoot>,
+    passes: usize,
+    width: usize,
+    occs: Vec<Occ>,
+    segs: Vec<(i64, i64)>,
+}
+
+/// The static check of the kernel rooted at `e` (see [`Checker`]): `None` keeps it scalar.
+fn plan(f: &Function, inline: &[Option<usize>], e: &Eqn) -> Option<Plan> {
     let out = e.outputs[0];
     let reduce = match &e.prim {
         Prim::Reduce { op, axes } => {
@@ -164,19 +165,15 @@ pub(super) fn emit<'a>(
         _ => None,
     };
     if f.var_type(out).rank() == 0 && reduce.is_none() || f.dtype(out) == DType::Bool {
-        return Ok(false);
+        return None;
     }
-    let mut ck = Checker::new(f, s.inline);
+    let mut ck = Checker::new(f, inline);
     let passes = match &reduce {
-        Some(r) => {
-            if f.dtype(r.x) == DType::Bool {
-                return Ok(false);
-            }
-            ck.var(r.x)
-        }
+        Some(r) if f.dtype(r.x) == DType::Bool => return None,
+        Some(r) => ck.var(r.x),
         None => ck.eqn(e),
     };
-    let (Some(mut passes), Some(width)) = (passes, ck.width) else { return Ok(false) };
+    let (Some(mut passes), Some(width)) = (passes, ck.width) else { return None };
     // Rows shorter than one vector gain nothing.
     let row_len = match &reduce {
         Some(r) => f.var_type(r.x).shape.dims().last().copied(),
@@ -184,17 +181,35 @@ pub(super) fn emit<'a>(
     }
     .unwrap_or(0);
     if row_len < 16 / width {
-        return Ok(false);
+        return None;
     }
     let segs = segments(std::mem::take(&mut ck.breaks), row_len as i64);
     if segs.len() > MAX_SEGMENTS {
-        return Ok(false);
+        return None;
     }
     let mut occs = ck.occs;
     if occs.iter().filter(|o| matches!(o.mode, Mode::Tiled { .. })).count() > MAX_TILED {
         occs.iter_mut().for_each(|o| o.mode = Mode::Spill);
         passes = 0;
     }
+    Some(Plan { reduce, passes, width, occs, segs })
+}
+
+/// Whether the kernel rooted at `e` takes the vector path ([`emit`] would emit it).
+pub(super) fn qualifies(f: &Function, inline: &[Option<usize>], e: &Eqn) -> bool {
+    plan(f, inline, e).is_some()
+}
+
+/// Emits the kernel rooted at `e` on the vector path if the static check allows it; returns
+/// whether it did (else the caller emits the scalar loop nest). `lo..hi`: the outer rows.
+pub(super) fn emit<'a>(
+    s: &mut Emitter<'a, '_>,
+    e: &'a Eqn,
+    out_base: Value,
+    lo: Value,
+    hi: Value,
+) -> R<bool> {
+    let Some(Plan { reduce, passes, width, occs, segs }) = plan(s.f, s.inline, e) else { return Ok(false) };
     let mut bufs = HashMap::new();
     for (k, o) in occs.iter().enumerate() {
         if let Mode::Tiled { .. } = o.mode {
