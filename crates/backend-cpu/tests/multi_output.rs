@@ -230,23 +230,109 @@ fn scalar_members_over_the_same_rows_share_one_loop() {
       in (d, n) }";
     let ids = |seed: i32| Array::from_vec(&[31], (0..31).map(|i| (i * seed) % 13 - 2).collect::<Vec<i32>>());
     assert_eq!(kernels(src, &[f32s(&[9, 2], 12), ids(5), ids(7)]), (2, 1));
-    // Row loops compare the row counter with the kernel's `hi` argument (`v2`).
+    assert_eq!(row_loops(src, false), 2);
+    assert_eq!(row_loops(src, true), 1);
+}
+
+/// How many loops over the rows the kernels of `src` compiled on one thread have: each compares
+/// the row counter with the kernel's `hi` argument (`v2`).
+fn row_loops(src: &str, grouped: bool) -> usize {
     let f = parse(src).unwrap();
-    for (grouped, loops) in [(false, 2), (true, 1)] {
-        let dir = std::env::temp_dir().join(format!("kiln-row-runs-{}-{grouped}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        let o = CompileOptions { dump_dir: Some(dir.clone()), ..opts(1, grouped) };
-        compile_with(&f, &o).unwrap();
-        let folder = std::fs::read_dir(&dir).unwrap().next().unwrap().unwrap().path();
-        let mut text = String::new();
-        for k in 0..2 {
-            if let Ok(t) = std::fs::read_to_string(folder.join(format!("kernel{k}.clif"))) {
-                text.push_str(t.split("; machine code").next().unwrap());
-            }
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("kiln-row-runs-{}-{call}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let o = CompileOptions { dump_dir: Some(dir.clone()), ..opts(1, grouped) };
+    compile_with(&f, &o).unwrap();
+    let folder = std::fs::read_dir(&dir).unwrap().next().unwrap().unwrap().path();
+    let mut text = String::new();
+    for entry in std::fs::read_dir(&folder).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "clif") {
+            text.push_str(std::fs::read_to_string(&path).unwrap().split("; machine code").next().unwrap());
         }
-        let _ = std::fs::remove_dir_all(&dir);
-        let headers =
-            text.lines().filter(|l| l.contains("icmp slt") && l.trim_end().ends_with(", v2")).count();
-        assert_eq!(headers, loops, "grouped {grouped}:\n{text}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    text.lines().filter(|l| l.contains("icmp slt") && l.trim_end().ends_with(", v2")).count()
+}
+
+/// A scalar member after a vector one joins the scalar run before it when it reads none of the
+/// members it moves past (W2's backward step: the squared-length cotangent reads the gathered
+/// rows, not the division between them); one that reads the vector member's output stays after
+/// it. Bitwise the ungrouped kernels over 1–4 threads either way.
+#[test]
+fn a_scalar_member_moves_up_to_an_earlier_run_past_members_it_does_not_read() {
+    // `d` and `n` are scalar (rows of 2), `w` is a vector member (rows of 12) between them.
+    let moves = "{ lambda x:f32[9,2] i:i32[40] y:f32[40,12] z:f32[12] . let
+        d:f32[40,2] = gather[axis=0 batch_dims=0 mode=clip] x i
+        zb:f32[40,12] = broadcast_in_dim[shape=(40,12) broadcast_dimensions=(1,)] z
+        w:f32[40,12] = mul y zb
+        s:f32[40,2] = mul d d
+        n:f32[40] = reduce_sum[axes=(1,)] s
+      in (d, w, n) }";
+    let ids = Array::from_vec(&[40], (0..40).map(|k| (k * 7) % 11 - 1).collect::<Vec<i32>>());
+    let args = [f32s(&[9, 2], 13), ids, f32s(&[40, 12], 14), f32s(&[12], 15)];
+    assert_eq!(kernels(moves, &args), (3, 1));
+    // Ungrouped: the two scalar kernels' loops and the vector kernel's (which compare with `hi`
+    // once per unrolled and remainder loop); grouped: one scalar loop fewer.
+    assert_eq!(row_loops(moves, true), row_loops(moves, false) - 1);
+    let stays = "{ lambda x:f32[9,2] i:i32[40] y:f32[40,12] z:f32[12] . let
+        d:f32[40,2] = gather[axis=0 batch_dims=0 mode=clip] x i
+        zb:f32[40,12] = broadcast_in_dim[shape=(40,12) broadcast_dimensions=(1,)] z
+        w:f32[40,12] = mul y zb
+        t:f32[40] = reduce_max[axes=(1,)] w
+        b:f32[40,2] = broadcast_in_dim[shape=(40,2) broadcast_dimensions=(0,)] t
+        s:f32[40,2] = mul d b
+      in (d, w, s) }";
+    assert_eq!(kernels(stays, &args), (4, 1));
+    assert_eq!(row_loops(stays, true), row_loops(stays, false));
+}
+
+/// Found by the random programs (seed 238): a scalar member read the output of a collapsed member
+/// (its own copy of the function, variables renumbered) and, compared by variable, looked
+/// independent of it: it moved up past it and read that output before it was written. The
+/// program is built in the generator's order (parameters between equations), which gave the
+/// clash; the erf_inv member is collapsed, the gathers after it read its result.
+#[test]
+fn a_scalar_member_never_moves_past_a_collapsed_member() {
+    let ty = |dt, dims: &[usize]| kiln_ir::TensorType::new(dt, kiln_ir::Shape::new(dims));
+    let (f64_, i32_) = (kiln_ir::DType::F64, kiln_ir::DType::I32);
+    let mut f = Function::new();
+    let push = |f: &mut Function, p: kiln_ir::Prim, ins: &[kiln_ir::Var]| f.push(p, ins, None).unwrap()[0];
+    let a = f.add_param(ty(f64_, &[1, 1]));
+    let t = push(&mut f, kiln_ir::Prim::Transpose { permutation: vec![1, 0] }, &[a]);
+    let b = f.add_param(ty(f64_, &[1, 1]));
+    let g = push(&mut f, kiln_ir::Prim::Binary(kiln_ir::BinaryOp::Div), &[b, t]);
+    let c = f.add_param(ty(f64_, &[1, 1]));
+    let h = push(&mut f, kiln_ir::Prim::Compare(kiln_ir::CompareOp::Gt), &[g, c]);
+    let i = push(&mut f, kiln_ir::Prim::Select, &[h, g, c]);
+    let j = push(&mut f, kiln_ir::Prim::Unary(kiln_ir::UnaryOp::ErfInv), &[i]);
+    let k = push(&mut f, kiln_ir::Prim::Unary(kiln_ir::UnaryOp::Neg), &[j]);
+    let d = f.add_param(ty(i32_, &[3, 1]));
+    let gather = |axis| kiln_ir::Prim::Gather { axis, batch_dims: 0, mode: kiln_ir::IndexMode::Clip };
+    let l = push(&mut f, gather(1), &[k, d]);
+    let e = f.add_param(ty(i32_, &[3]));
+    let m = push(&mut f, gather(2), &[l, e]);
+    f.outputs = vec![m];
+    // b / a = 0.25 > c: erf_inv(0.25) = 0.2253..., negated, in all nine elements.
+    let args = [
+        Array::from_vec(&[1, 1], vec![2.0f64]),
+        Array::from_vec(&[1, 1], vec![0.5f64]),
+        Array::from_vec(&[1, 1], vec![0.1f64]),
+        Array::from_vec(&[3, 1], vec![-1i32, -1, -7]),
+        Array::from_vec(&[3], vec![1i32, 0, 0]),
+    ];
+    let want = eval(&f, &args).unwrap().remove(0);
+    let expected = -0.225_312_055_012_178_1f64;
+    assert!(want.to_vec::<f64>().unwrap().iter().all(|&x| (x - expected).abs() < 1e-12), "{want:?}");
+    for threads in 1..=2 {
+        for grouped in [false, true] {
+            let got = compile_with(&f, &opts(threads, grouped)).unwrap().run(&args).unwrap().remove(0);
+            let got = got.to_vec::<f64>().unwrap();
+            assert!(
+                got.iter().all(|&x| (x - expected).abs() < 1e-12),
+                "{threads} threads, grouped {grouped}: {got:?}"
+            );
+        }
     }
 }

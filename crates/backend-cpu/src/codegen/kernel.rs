@@ -249,9 +249,10 @@ pub(super) fn build(
     Ok(())
 }
 
-/// The members of a multi-output kernel in runs that share one loop: consecutive members that
-/// take the scalar loop nest (`rows_nest`: not the vector path, not a rank-1 gather, segment or
-/// scatter kernel) over the same outer rows of the same function, uncollapsed. One loop over the
+/// The members of a multi-output kernel in runs that share one loop: members that take the scalar
+/// loop nest (`rows_nest`: not the vector path, not a rank-1 gather, segment or scatter kernel)
+/// over the same outer rows of the same function, uncollapsed, each joining the latest such run
+/// it may move up to (past members whose outputs it does not read). One loop over the
 /// rows then emits each member's elements of a row in turn, so a member reading an earlier one's
 /// output finds it just stored (members read earlier outputs only at their own row,
 /// `grouping::row_local`) and the rows' index and loop work is shared. W2's spring step: the
@@ -269,19 +270,34 @@ fn row_runs<'m, 'a>(members: &'m [Member<'a>]) -> Vec<Vec<&'m Member<'a>>> {
             && !super::vector::qualifies(m.f, m.inline, e)
     };
     let rows = |m: &Member| m.f.var_type(m.f.eqns[m.root].outputs[0]).shape.dims()[0];
+    let output = |m: &Member| m.f.eqns[m.root].outputs[0];
     let mut runs: Vec<Vec<&Member>> = Vec::new();
     for m in members {
-        let joins = runs.last().is_some_and(|run| {
-            let p = run[run.len() - 1];
-            scalar(p)
-                && scalar(m)
-                && std::ptr::eq(p.f, m.f)
-                && std::ptr::eq(p.inline, m.inline)
-                && rows(p) == rows(m)
-        });
-        match runs.last_mut() {
-            Some(run) if joins => run.push(m),
-            _ => runs.push(vec![m]),
+        // The latest scalar run `m` may join: moving `m` up past later runs is exact when it reads
+        // none of their outputs (they cannot read `m`'s: members come in dependency order). A
+        // collapsed member's variables are its own copy's, so `m` stays after it.
+        let mut home = None;
+        if scalar(m) {
+            for (k, run) in runs.iter().enumerate().rev() {
+                let p = run[0];
+                if scalar(p)
+                    && std::ptr::eq(p.f, m.f)
+                    && std::ptr::eq(p.inline, m.inline)
+                    && rows(p) == rows(m)
+                {
+                    home = Some(k);
+                    break;
+                }
+                // Variables compare only within one function: never past a collapsed copy.
+                let reads = |x: &&Member| !std::ptr::eq(x.f, m.f) || m.slots.contains_key(&output(x));
+                if run.iter().any(reads) {
+                    break;
+                }
+            }
+        }
+        match home {
+            Some(k) => runs[k].push(m),
+            None => runs.push(vec![m]),
         }
     }
     runs
