@@ -48,7 +48,8 @@ fn int_range(a: &kiln_ir::Array) -> Option<(i64, i64)> {
     }
 }
 
-/// Loads and stores only ever touch in-bounds addresses (indices are clamped before use).
+/// Loads and stores only ever touch in-bounds addresses (indices are clamped before use, or are
+/// constants known in range, see [`Emitter::indices_within`]).
 pub(super) fn mem() -> MemFlagsData {
     MemFlagsData::new().with_notrap()
 }
@@ -340,7 +341,7 @@ pub(super) struct Emitter<'a, 'b> {
     pub(super) vs: super::vector::VState,
     /// Copies of the body being emitted made by enclosing unrolled nests (1 outside them).
     pub(super) unrolled: usize,
-    /// [`Emitter::const_range`] of each variable asked about.
+    /// The value range of each constant index array asked about ([`Emitter::indices_within`]).
     const_ranges: HashMap<Var, Option<(i64, i64)>>,
 }
 
