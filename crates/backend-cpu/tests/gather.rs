@@ -66,6 +66,67 @@ fn out_of_range_indices_clamp_or_fill() {
     }
 }
 
+/// A wrapped gather whose `0` and wrap size are constants of the function (the shape the epidemic
+/// day has once its literals are sunk into the scan body): the kernel tests the raw index with one
+/// unsigned compare and uses it as it is when in range, computing the wrap and the clamp only
+/// otherwise. Wrap sizes equal to the table's and larger (where `-1` wraps past the end), and a
+/// compare against 2 instead of 0 (not the wrap: 0 and 1 move, so no shortcut); the edge kernel (rank-1 table), the scalar nest (`[5, 2]` rows) and a `segment_sum` consumer; bitwise
+/// the interpreter, and by hand for `Clip`.
+#[test]
+fn wrapped_gathers_with_constant_bounds_match_the_interpreter_and_hand_values() {
+    let n = 5usize;
+    let idx: Vec<i32> = vec![0, -6, -1, 5, i32::MAX, i32::MIN, 4, -5, 2, 6, -7, 3, -2];
+    let ids: Vec<i32> = vec![0, 0, 1, 1, 1, 2, 2, 3, 3, 4, 4, 4, 4];
+    let table1: Vec<f32> = (0..n).map(|i| 10.0 + i as f32).collect();
+    let table2: Vec<f32> = (0..2 * n).map(|i| 0.5 + i as f32).collect();
+    for (below, wrap) in [(0, n as i32), (0, n as i32 + 2), (2, n as i32)] {
+        for mode in [IndexMode::Clip, IndexMode::FillOrDrop] {
+            let mut f = Function::new();
+            let t1 = f.add_param(TensorType::new(DType::F32, Shape::new(&[n])));
+            let t2 = f.add_param(TensorType::new(DType::F32, Shape::new(&[n, 2])));
+            let i = f.add_param(TensorType::new(DType::I32, Shape::new(&[idx.len()])));
+            let zero = f.add_const(Array::scalar(below));
+            let size = f.add_const(Array::scalar(wrap));
+            let seg = f.add_const(Array::from_vec(&[ids.len()], ids.clone()));
+            let bc = || Prim::BroadcastInDim { shape: Shape::new(&[idx.len()]), broadcast_dimensions: vec![] };
+            let z = push(&mut f, bc(), &[zero]);
+            let neg = push(&mut f, Prim::Compare(CompareOp::Lt), &[i, z]);
+            let nb = push(&mut f, bc(), &[size]);
+            let up = push(&mut f, Prim::Binary(BinaryOp::Add), &[i, nb]);
+            let w = push(&mut f, Prim::Select, &[neg, up, i]);
+            let g1 = push(&mut f, Prim::Gather { axis: 0, batch_dims: 0, mode }, &[t1, w]);
+            let g2 = push(&mut f, Prim::Gather { axis: 0, batch_dims: 0, mode }, &[t2, w]);
+            let g3 = push(&mut f, Prim::Gather { axis: 0, batch_dims: 0, mode }, &[t1, w]);
+            let s = push(&mut f, Prim::SegmentSum { num_segments: n }, &[g3, seg]);
+            f.outputs = vec![g1, g2, s];
+            let args = [
+                Array::from_vec(&[n], table1.clone()),
+                Array::from_vec(&[n, 2], table2.clone()),
+                Array::from_vec(&[idx.len()], idx.clone()),
+            ];
+            let got = compile(&f).expect("compile").run(&args).expect("run");
+            let want = eval(&f, &args).expect("interpreter");
+            for (k, (g, w)) in got.iter().zip(&want).enumerate() {
+                assert_eq!(bits(g), bits(w), "output {k}, below {below}, wrap {wrap}, {mode:?}: JIT vs interpreter");
+            }
+            assert!(kernel_texts(&f).contains(" ult "), "the in-range test");
+            if mode == IndexMode::Clip {
+                // The wrap (i32 arithmetic, wrapping), then the clamp into 0..n.
+                let at = |i: i32| (if i < below { i.wrapping_add(wrap) } else { i }).clamp(0, n as i32 - 1) as usize;
+                let edge: Vec<f32> = idx.iter().map(|&i| table1[at(i)]).collect();
+                assert_eq!(got[0].to_vec::<f32>().unwrap(), edge, "below {below}, wrap {wrap}");
+                let rows: Vec<f32> = idx.iter().flat_map(|&i| [table2[2 * at(i)], table2[2 * at(i) + 1]]).collect();
+                assert_eq!(got[1].to_vec::<f32>().unwrap(), rows, "below {below}, wrap {wrap}");
+                let mut sums = vec![0.0f32; n];
+                for (&i, &s) in idx.iter().zip(&ids) {
+                    sums[s as usize] += table1[at(i)];
+                }
+                assert_eq!(got[2].to_vec::<f32>().unwrap(), sums, "below {below}, wrap {wrap}");
+            }
+        }
+    }
+}
+
 /// The rank-0 leaves are real inputs, read at run time (not baked in at compile time): the same
 /// executable with a different wrap size gives the other answer.
 #[test]

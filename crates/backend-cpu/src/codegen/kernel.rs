@@ -1416,22 +1416,83 @@ impl<'a, 'b> Emitter<'a, 'b> {
             return Ok(fill);
         }
         let ind_idx: Vec<Value> = r[..batch_dims].iter().chain(&r[axis..axis + nidx]).copied().collect();
-        let i = self.index_at(ind, &ind_idx)?;
         let in_bounds = self.indices_within(ind, size);
-        let clamped = if in_bounds { i } else { self.clamp(i, 0, size - 1) };
+        let (clamped, ok) = if in_bounds {
+            (self.index_at(ind, &ind_idx)?, None)
+        } else {
+            self.clamped_index(ind, &ind_idx, size, mode == IndexMode::FillOrDrop)?
+        };
         let mut j: Vec<Value> = r[..axis].to_vec();
         j.push(clamped);
         j.extend_from_slice(&r[axis + nidx..]);
         let v = self.value(x, &j)?;
-        match mode {
-            IndexMode::Clip => Ok(v),
-            IndexMode::FillOrDrop if in_bounds => Ok(v),
-            IndexMode::FillOrDrop => {
-                let ge = self.b.ins().icmp_imm_s(IntCC::SignedGreaterThanOrEqual, i, 0);
-                let lt = self.b.ins().icmp_imm_s(IntCC::SignedLessThan, i, size);
-                let ok = self.b.ins().band(ge, lt);
-                Ok(self.b.ins().select(ok, v, fill))
-            }
+        match (mode, ok) {
+            (IndexMode::Clip, _) | (IndexMode::FillOrDrop, None) => Ok(v),
+            (IndexMode::FillOrDrop, Some(ok)) => Ok(self.b.ins().select(ok, v, fill)),
         }
+    }
+
+    /// The index `ind[idx]` clamped into `0..size` (`size > 0`), and when `want_ok` whether it
+    /// was in range (i8 0/1), with a branch for the common case: an index already in range is used as it is
+    /// (one unsigned compare), so the clamp's compares and moves, and their registers, stay off
+    /// the hot path of a gather whose indices are all valid. An index that wraps negative values
+    /// (`select(lt(i, 0), add(i, n), i)`, as numpy-style indexing traces) is tested on `i`
+    /// itself, which the wrap leaves unchanged when in range.
+    fn clamped_index(&mut self, ind: Var, idx: &[Value], size: i64, want_ok: bool) -> R<(Value, Option<Value>)> {
+        let probe = match self.negative_wrap_operand(ind) {
+            Some(raw) => self.index_at(raw, idx)?,
+            None => self.index_at(ind, idx)?,
+        };
+        let (slow, join) = (self.b.create_block(), self.b.create_block());
+        let clamped = self.b.append_block_param(join, types::I64);
+        let ok = want_ok.then(|| self.b.append_block_param(join, types::I8));
+        let in_range = self.b.ins().icmp_imm_u(IntCC::UnsignedLessThan, probe, size);
+        let mut fast = vec![probe.into()];
+        if want_ok {
+            fast.push(self.b.ins().iconst(types::I8, 1).into());
+        }
+        self.b.ins().brif(in_range, join, &fast, slow, &[]);
+        self.b.switch_to_block(slow);
+        let i = self.index_at(ind, idx)?;
+        let mut args = vec![self.clamp(i, 0, size - 1).into()];
+        if want_ok {
+            let ge = self.b.ins().icmp_imm_s(IntCC::SignedGreaterThanOrEqual, i, 0);
+            let lt = self.b.ins().icmp_imm_s(IntCC::SignedLessThan, i, size);
+            args.push(self.b.ins().band(ge, lt).into());
+        }
+        self.b.ins().jump(join, &args);
+        self.b.switch_to_block(join);
+        Ok((clamped, ok))
+    }
+
+    /// The value of an integer scalar constant of the kernel's function, or of a fused
+    /// `broadcast_in_dim` of one.
+    fn int_scalar(&self, v: Var) -> Option<i64> {
+        let f = self.f;
+        let v = match self.inline[v.index()].map(|p| &f.eqns[p]) {
+            Some(e) if matches!(e.prim, Prim::BroadcastInDim { .. }) => e.inputs[0],
+            Some(_) => return None,
+            None => v,
+        };
+        if f.var_type(v).rank() != 0 {
+            return None;
+        }
+        let (lo, hi) = f.consts.iter().find(|c| c.var == v).and_then(|c| int_range(&c.value))?;
+        (lo == hi).then_some(lo)
+    }
+
+    /// `i` when the kernel computes `ind` as `select(lt(i, 0), _, i)` (fused in, `0` a constant
+    /// scalar or a broadcast of one): numpy-style indexing's wrap of negative indices, which
+    /// leaves every `i >= 0` as it is.
+    fn negative_wrap_operand(&self, ind: Var) -> Option<Var> {
+        let f = self.f;
+        let eqn = |v: Var| self.inline[v.index()].map(|p| &f.eqns[p]);
+        let e = eqn(ind)?;
+        let (Prim::Select, &[p, _, o]) = (&e.prim, &e.inputs[..]) else { return None };
+        let lt = eqn(p)?;
+        let wraps = matches!(lt.prim, Prim::Compare(kiln_ir::CompareOp::Lt))
+            && lt.inputs[0] == o
+            && self.int_scalar(lt.inputs[1]) == Some(0);
+        wraps.then_some(o)
     }
 }
