@@ -88,7 +88,8 @@ fn wrapped_gathers_with_constant_bounds_match_the_interpreter_and_hand_values() 
             let zero = f.add_const(Array::scalar(below));
             let size = f.add_const(Array::scalar(wrap));
             let seg = f.add_const(Array::from_vec(&[ids.len()], ids.clone()));
-            let bc = || Prim::BroadcastInDim { shape: Shape::new(&[idx.len()]), broadcast_dimensions: vec![] };
+            let bc =
+                || Prim::BroadcastInDim { shape: Shape::new(&[idx.len()]), broadcast_dimensions: vec![] };
             let z = push(&mut f, bc(), &[zero]);
             let neg = push(&mut f, Prim::Compare(CompareOp::Lt), &[i, z]);
             let nb = push(&mut f, bc(), &[size]);
@@ -107,15 +108,22 @@ fn wrapped_gathers_with_constant_bounds_match_the_interpreter_and_hand_values() 
             let got = compile(&f).expect("compile").run(&args).expect("run");
             let want = eval(&f, &args).expect("interpreter");
             for (k, (g, w)) in got.iter().zip(&want).enumerate() {
-                assert_eq!(bits(g), bits(w), "output {k}, below {below}, wrap {wrap}, {mode:?}: JIT vs interpreter");
+                assert_eq!(
+                    bits(g),
+                    bits(w),
+                    "output {k}, below {below}, wrap {wrap}, {mode:?}: JIT vs interpreter"
+                );
             }
             assert!(kernel_texts(&f).contains(" ult "), "the in-range test");
             if mode == IndexMode::Clip {
                 // The wrap (i32 arithmetic, wrapping), then the clamp into 0..n.
-                let at = |i: i32| (if i < below { i.wrapping_add(wrap) } else { i }).clamp(0, n as i32 - 1) as usize;
+                let at = |i: i32| {
+                    (if i < below { i.wrapping_add(wrap) } else { i }).clamp(0, n as i32 - 1) as usize
+                };
                 let edge: Vec<f32> = idx.iter().map(|&i| table1[at(i)]).collect();
                 assert_eq!(got[0].to_vec::<f32>().unwrap(), edge, "below {below}, wrap {wrap}");
-                let rows: Vec<f32> = idx.iter().flat_map(|&i| [table2[2 * at(i)], table2[2 * at(i) + 1]]).collect();
+                let rows: Vec<f32> =
+                    idx.iter().flat_map(|&i| [table2[2 * at(i)], table2[2 * at(i) + 1]]).collect();
                 assert_eq!(got[1].to_vec::<f32>().unwrap(), rows, "below {below}, wrap {wrap}");
                 let mut sums = vec![0.0f32; n];
                 for (&i, &s) in idx.iter().zip(&ids) {

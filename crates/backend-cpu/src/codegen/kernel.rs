@@ -1438,7 +1438,13 @@ impl<'a, 'b> Emitter<'a, 'b> {
     /// the hot path of a gather whose indices are all valid. An index that wraps negative values
     /// (`select(lt(i, 0), add(i, n), i)`, as numpy-style indexing traces) is tested on `i`
     /// itself, which the wrap leaves unchanged when in range.
-    fn clamped_index(&mut self, ind: Var, idx: &[Value], size: i64, want_ok: bool) -> R<(Value, Option<Value>)> {
+    fn clamped_index(
+        &mut self,
+        ind: Var,
+        idx: &[Value],
+        size: i64,
+        want_ok: bool,
+    ) -> R<(Value, Option<Value>)> {
         let probe = match self.negative_wrap_operand(ind) {
             Some(raw) => self.index_at(raw, idx)?,
             None => self.index_at(ind, idx)?,
