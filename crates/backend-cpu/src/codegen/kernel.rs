@@ -1450,6 +1450,8 @@ impl<'a, 'b> Emitter<'a, 'b> {
             None => self.index_at(ind, idx)?,
         };
         let (slow, join) = (self.b.create_block(), self.b.create_block());
+        // Laid out after the loop: the in-range path falls through.
+        self.b.set_cold_block(slow);
         let clamped = self.b.append_block_param(join, types::I64);
         let ok = want_ok.then(|| self.b.append_block_param(join, types::I8));
         let in_range = self.b.ins().icmp_imm_u(IntCC::UnsignedLessThan, probe, size);
