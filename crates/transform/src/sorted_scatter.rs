@@ -19,7 +19,11 @@
 //! them (with `Clip`, the indices are clamped into range before sorting). The permutation is pushed
 //! through elementwise ops, broadcasts that make the edge axis, and gathers along axis 0
 //! (`take(y, ix)[perm] = take(y, ix[perm])`) down to loop-invariant arrays (edge lists, masks),
-//! which LICM moves out with the sort. A scatter whose updates would need a loop-variant edge array
+//! which LICM moves out with the sort. Updates `select(mask, x, 0)` with a loop-invariant mask (the
+//! transpose of a `FillOrDrop` gather: edges whose destination is out of range) sum `x` instead,
+//! the masked rows dropped through an out-of-range id (`select(mask[perm], idx_s, -1)`, hoisted
+//! too): adding zero changes no partial sum, so the bits are the same, and the loop reads one
+//! edge array fewer (W3's gradient: −8 %). A scatter whose updates would need a loop-variant edge array
 //! permuted (W2's per-spring forces: that gather would cost every step about what the scatter did)
 //! becomes `segment_sum(updates, idx)` without the sort: the same sums in the same order, one
 //! kernel with the updates' producers fused in (on one thread: the ids are not sorted) instead of
@@ -164,6 +168,22 @@ impl Body<'_> {
         ok.then_some(mode)
     }
 
+    /// `(mask, kept)` when the updates `v` are `select(mask, kept, zeros)` with one loop-invariant
+    /// mask element per row (rank-1 updates, the transpose of a `FillOrDrop` gather: GradABM's
+    /// contact edges whose destination is in range). Summing such a row adds `+0` (all zero bits)
+    /// or an integer 0, which leaves every partial sum as it was: a sum starts from `+0` and never
+    /// becomes `−0` (`+0 + −0 = +0`), and `x + 0 = x` for every other `x`, NaN included. So the
+    /// row can be dropped instead, by an out-of-range id, with the same bits.
+    fn masked_rows(&self, v: Var, invariant: &[bool]) -> Option<(Var, Var)> {
+        let e = self.eqn(v)?;
+        let (Prim::Select, &[mask, kept, zeros]) = (&e.prim, &e.inputs[..]) else { return None };
+        let ok = self.b.var_type(v).rank() == 1
+            && self.b.var_type(mask).shape == self.b.var_type(v).shape
+            && invariant[mask.index()]
+            && self.is_zero(zeros);
+        ok.then_some((mask, kept))
+    }
+
     /// Whether `v` is all zero bits: a constant, or a broadcast of one.
     fn is_zero(&self, v: Var) -> bool {
         if let Some(a) = self.consts.get(&v) {
@@ -197,8 +217,31 @@ fn emit_sorted(
     let iota = nb.push(iota, &[], loc.clone()).ok()?[0];
     let sorted = nb.push(Prim::Sort { dimension: 0, num_keys: 1 }, &[idx, iota], loc.clone()).ok()?;
     let mut p = Permuter { body, rename, invariant, perm: sorted[1], memo: HashMap::new() };
+    if let Some((mask, kept)) = body.masked_rows(updates, invariant)
+        && let Some(none) = out_of_range_id(body.b.var_type(old_idx).dtype, n)
+    {
+        // Rows the mask zeroes are dropped through their ids instead (see `Body::masked_rows`):
+        // the ids' select is loop-invariant, so it leaves the loop with the sort.
+        let data = p.permute(nb, kept)?;
+        let mask = p.permute(nb, mask)?;
+        let none = nb.add_const(none);
+        let bc = Prim::BroadcastInDim { shape: Shape::new(&[len]), broadcast_dimensions: vec![] };
+        let none = nb.push(bc, &[none], loc.clone()).ok()?[0];
+        let ids = nb.push(Prim::Select, &[mask, sorted[0], none], loc.clone()).ok()?[0];
+        return nb.push(Prim::SegmentSum { num_segments: n }, &[data, ids], loc).ok().map(|o| o[0]);
+    }
     let data = p.permute(nb, updates)?;
     nb.push(Prim::SegmentSum { num_segments: n }, &[data, sorted[0]], loc).ok().map(|o| o[0])
+}
+
+/// An id of `dtype` outside `0..n` (dropped by a segment sum): −1, or `u32::MAX` when below `n`'s
+/// reach (`None` for `n > u32::MAX`).
+fn out_of_range_id(dtype: DType, n: usize) -> Option<Array> {
+    match dtype {
+        DType::I32 => Some(Array::scalar(-1i32)),
+        DType::U32 => (n < u32::MAX as usize).then(|| Array::scalar(u32::MAX)),
+        DType::F32 | DType::F64 | DType::Bool => None,
+    }
 }
 
 /// The segment ids of scatter `e` in the new body: its indices, clamped into `[0, n)` first with

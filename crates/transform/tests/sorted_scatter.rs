@@ -87,6 +87,9 @@ fn an_invariant_scatter_becomes_a_segment_sum_whose_sort_leaves_the_loop() {
         );
         // After LICM the sort and the permuted edge arrays are computed once, before the loop.
         assert!(names(&h).contains(&"sort") && !names(body(&h)).contains(&"sort"), "{h}");
+        // The destination mask became out-of-range ids of the rows it zeroes, also before the
+        // loop: the body is the product, the gather and the segment sum (and the carry's add).
+        assert_eq!(names(body(&h)), ["mul", "gather", "segment_sum", "add"], "{h}");
         // Row 3 receives y[1] = 3 three times, then y[0] = 1e8, then y[2] = -1e8 (edges 0, 1, 3, 4,
         // 6), and the f32 sum depends on their order (f32 spacing 8 at 1e8): in edge order
         // ((3 + 3 + 3) + 1e8) - 1e8 = 8, while edges reversed give 9. Edge 2 (src -1) and 5 (src 7)
@@ -134,6 +137,38 @@ fn what_the_rewrite_must_leave_alone() {
       in (c2, s) }] c xs
   in (d, e) }";
     assert_eq!(sort_scan_scatters(&parsed(variant)).1, 0);
+}
+
+/// A mask that changes per step (`take(y, dst) > 0`) stays a `select` of the updates inside the
+/// loop; a `-0.0` in place of the masked rows' `+0.0` keeps it too (only all-zero bits are
+/// recognised). Both still become sorted segment sums with the scatter's bits.
+#[test]
+fn per_step_or_negative_zero_masks_stay_selects() {
+    let per_step = "{ lambda src:i32[8] dst:i32[8] c:f32[5] xs:f32[3,5] . let
+    d:f32[5] = scan[length=3 reverse=false num_consts=2 num_carry=1 body={ lambda src:i32[8] dst:i32[8] c:f32[5] x:f32[5] ; z:f32[] = 0.0 . let
+        y:f32[5] = mul c x
+        g:f32[8] = gather[axis=0 batch_dims=0 mode=clip] y dst
+        ze:f32[8] = broadcast_in_dim[shape=(8,) broadcast_dimensions=()] z
+        m:bool[8] = gt g ze
+        u:f32[8] = select m g ze
+        zn:f32[5] = broadcast_in_dim[shape=(5,) broadcast_dimensions=()] z
+        s:f32[5] = scatter_add[axis=0 batch_dims=0 mode=fill] zn src u
+        c2:f32[5] = add c s
+      in (c2) }] src dst c xs
+  in (d) }";
+    let negative_zero = message_scan("fill", "0.0", 3).replace(
+        "ze:f32[8] = broadcast_in_dim[shape=(8,) broadcast_dimensions=()] z",
+        "zb:f32[8] = broadcast_in_dim[shape=(8,) broadcast_dimensions=()] z\n        ze:f32[8] = neg zb",
+    );
+    for src in [per_step.to_string(), negative_zero] {
+        let f = parsed(&src);
+        let (_, n, h) = rewrite(&f);
+        assert_eq!(n, 1);
+        assert!(names(body(&h)).contains(&"select"), "{h}");
+        let c0 = vec![1e8, -3.0, -1e8, 1.0, f32::NAN];
+        let a = args(vec![3, 3, -1, 3, 3, 7, 3, 0], vec![1, 1, 3, 1, 0, 4, 2, 9], c0, 3, 1.0);
+        assert_same_bits(&f, &h, &a);
+    }
 }
 
 /// Invariant indices, but updates that are a per-step edge array (W2's spring forces): permuting
