@@ -70,8 +70,9 @@ fn out_of_range_indices_clamp_or_fill() {
 /// day has once its literals are sunk into the scan body): the kernel tests the raw index with one
 /// unsigned compare and uses it as it is when in range, computing the wrap and the clamp only
 /// otherwise. Wrap sizes equal to the table's and larger (where `-1` wraps past the end), and a
-/// compare against 2 instead of 0 (not the wrap: 0 and 1 move, so no shortcut); the edge kernel (rank-1 table), the scalar nest (`[5, 2]` rows) and a `segment_sum` consumer; bitwise
-/// the interpreter, and by hand for `Clip`.
+/// compare against 2 instead of 0 (not the wrap: 0 and 1 move, so no shortcut); the edge kernel
+/// (rank-1 table), the scalar nest (`[5, 2]` rows) and a `segment_sum` consumer; bitwise the
+/// interpreter, and by hand for `Clip`.
 #[test]
 fn wrapped_gathers_with_constant_bounds_match_the_interpreter_and_hand_values() {
     let n = 5usize;

@@ -1433,11 +1433,11 @@ impl<'a, 'b> Emitter<'a, 'b> {
     }
 
     /// The index `ind[idx]` clamped into `0..size` (`size > 0`), and when `want_ok` whether it
-    /// was in range (i8 0/1), with a branch for the common case: an index already in range is used as it is
-    /// (one unsigned compare), so the clamp's compares and moves, and their registers, stay off
-    /// the hot path of a gather whose indices are all valid. An index that wraps negative values
-    /// (`select(lt(i, 0), add(i, n), i)`, as numpy-style indexing traces) is tested on `i`
-    /// itself, which the wrap leaves unchanged when in range.
+    /// was in range (i8 0/1), with a branch for the common case: an index already in range is
+    /// used as it is (one unsigned compare), so the clamp's compares and moves, and their
+    /// registers, stay off the hot path of a gather whose indices are all valid. An index that
+    /// wraps negative values (`select(lt(i, 0), add(i, n), i)`, as numpy-style indexing traces)
+    /// is tested on `i` itself, which the wrap leaves unchanged when in range.
     fn clamped_index(
         &mut self,
         ind: Var,
