@@ -425,7 +425,7 @@ fn compile_at(
                 let op = match &e.prim {
                     // Each output zeroed, then every row's segment read and written
                     // (`Op::SegmentKernel`), members sharing the loop (`grouping::find_segment_sibling`).
-                    Prim::SegmentSum { .. } => {
+                    Prim::SegmentSum { num_segments } => {
                         let ids = resolve(&e.inputs[1]);
                         let ids = leaves.iter().position(|v| *v == ids).ok_or_else(|| {
                             CompileError::Codegen("segment kernel without its ids leaf (fusion bug)".into())
@@ -436,7 +436,14 @@ fn compile_at(
                         // Reads, the zeroing, each row's read-modify-write of its segment.
                         let rmw = 2 * bytes(f.var_type(e.inputs[0])) * roots.len();
                         traffic.bytes += (read + out_bytes.iter().sum::<usize>() + rmw) as u64;
-                        Op::SegmentKernel { kernel: handle, rows, chunks, ids, out_bytes }
+                        Op::SegmentKernel {
+                            kernel: handle,
+                            rows,
+                            chunks,
+                            ids,
+                            segments: *num_segments,
+                            out_bytes,
+                        }
                     }
                     _ => {
                         // Only a control-flow body can be a split scan's (`Executable::row_split`);

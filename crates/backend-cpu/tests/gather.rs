@@ -257,7 +257,21 @@ fn segment_sum_large_sorted_and_unsorted() {
     ids.sort_unstable();
     let f = segment_sum_fn(DType::F32, e, segments);
     let exe = compile(&f).expect("compile");
-    for order in ["sorted", "shuffled"] {
+    for order in ["sorted", "sorted with dropped rows", "shuffled"] {
+        if order == "sorted with dropped rows" {
+            // Masked rows marked -1 (as a sorted scatter's out-of-range destinations are), one
+            // past the segments, some at the middle, where two threads would cut.
+            let mut masked = ids.clone();
+            for k in (3..e).step_by(7) {
+                masked[k] = -1;
+            }
+            masked[e / 2 - 1..e / 2 + 2].copy_from_slice(&[-1, -1, segments as i32]);
+            let args = [Array::from_vec(&[e], data.clone()), Array::from_vec(&[e], masked)];
+            let got = exe.run(&args).expect("run").remove(0);
+            let want = eval(&f, &args).expect("interpreter").remove(0);
+            assert_eq!(bits(&got), bits(&want), "{order}");
+            continue;
+        }
         if order == "shuffled" {
             for k in (1..e).rev() {
                 ids.swap(k, (next() % (k as u64 + 1)) as usize);

@@ -205,13 +205,27 @@ impl ScatterPlan {
 
 /// Where `n` segment rows split into `chunks` ranges (`chunks + 1` cut points from 0 to `n`): the
 /// nominal cuts `n·c/chunks` moved forward to the next change of id, so that with sorted ids each
-/// segment lies in one range. `id(k)` is row `k`'s id, called for `k < n` only. Inline for up to 32
+/// segment lies in one range, and past rows whose id is outside `0..segments` (dropped rows: a
+/// range's bounds come from its first row's id, and a dropped id there would invert its
+/// neighbour's, sending the whole sum to one thread — sorted ids with masked rows marked `-1`
+/// have them anywhere). `id(k)` is row `k`'s id, called for `k < n` only. Inline for up to 32
 /// threads: a call allocates nothing.
-pub(crate) fn segment_cuts(n: usize, chunks: usize, id: impl Fn(usize) -> i64) -> SmallVec<[usize; 33]> {
+pub(crate) fn segment_cuts(
+    n: usize,
+    chunks: usize,
+    segments: usize,
+    id: impl Fn(usize) -> i64,
+) -> SmallVec<[usize; 33]> {
+    let dropped = |k: usize| !(0..segments as i64).contains(&id(k));
     (0..=chunks)
         .map(|c| {
             let mut k = n * c / chunks;
-            while k > 0 && k < n && id(k) == id(k - 1) {
+            if k == 0 || k >= n {
+                return k.min(n);
+            }
+            // The last kept id before the cut: its run continues past dropped rows.
+            let before = (0..k).rev().find(|&j| !dropped(j)).map(&id);
+            while k < n && (dropped(k) || Some(id(k)) == before) {
                 k += 1;
             }
             k
@@ -323,7 +337,7 @@ impl SegmentSumPlan {
         }
         // SAFETY: `k < n`, the ids' length.
         let id = |k: usize| unsafe { index(self.index_dtype, ids, k) };
-        let cuts = segment_cuts(self.n, self.chunks, id);
+        let cuts = segment_cuts(self.n, self.chunks, self.num_segments, id);
         let owned = owned_segments(&cuts, self.n, id);
         let stray = AtomicBool::new(!disjoint(&owned));
         if !stray.load(Ordering::Relaxed) {
@@ -429,5 +443,30 @@ unsafe fn sum_typed<I: Copy + Into<i64>>(
             }
         }
         k = end;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Sorted ids with dropped rows (`-1`, and one past the segments) around the nominal cut of
+    /// two ranges: the cut moves past them and past the run of its id, and the owned ranges stay
+    /// disjoint (before, a `-1` at the cut inverted the first range's bounds).
+    #[test]
+    fn cuts_skip_dropped_ids() {
+        let ids = [0i64, 0, 1, -1, -1, 1, 2, 9, 2, 3];
+        let id = |k: usize| ids[k];
+        let cuts = segment_cuts(ids.len(), 2, 5, id);
+        assert_eq!(cuts.as_slice(), [0, 6, 10]);
+        let owned = owned_segments(&cuts, ids.len(), id);
+        assert_eq!(owned.as_slice(), [(i64::MIN, 2), (2, i64::MAX)]);
+        assert!(disjoint(&owned));
+        // Every cut in range, none on a dropped row, for 1 to 5 ranges.
+        for chunks in 1..=5 {
+            let cuts = segment_cuts(ids.len(), chunks, 5, id);
+            assert!(cuts.iter().all(|&k| k == 0 || k == ids.len() || (0..5).contains(&ids[k])), "{cuts:?}");
+            assert!(disjoint(&owned_segments(&cuts, ids.len(), id)), "{chunks} ranges: {cuts:?}");
+        }
     }
 }

@@ -69,6 +69,8 @@ pub(crate) enum Op {
         chunks: usize,
         /// Position of the (i32) ids among the step's inputs.
         ids: usize,
+        /// The segments (rows of each output): ids outside `0..segments` are dropped.
+        segments: usize,
         /// Bytes of each output.
         out_bytes: Box<[usize]>,
     },
@@ -470,7 +472,7 @@ impl Executable {
                     let rows_of = |lo: i64, hi: i64| unsafe { kernel(table.as_ptr(), lo, hi) };
                     self.threads.for_rows(*rows, *chunks, &rows_of);
                 }
-                Op::SegmentKernel { kernel, rows, chunks, ids, out_bytes } => {
+                Op::SegmentKernel { kernel, rows, chunks, ids, segments, out_bytes } => {
                     let flag = AtomicU8::new(0);
                     let mut table = Table::new();
                     table.fill(step, &ptr, &[flag.as_ptr()]);
@@ -494,7 +496,7 @@ impl Executable {
                         let ids = ptr(&step.inputs[*ids]).cast_const().cast::<i32>();
                         // SAFETY: the ids are `rows` i32s (the plan's types); `k < rows`.
                         let id = |k: usize| i64::from(unsafe { *ids.add(k) });
-                        let cuts = indexing::segment_cuts(n, *chunks, id);
+                        let cuts = indexing::segment_cuts(n, *chunks, *segments, id);
                         // The kernel derives the same bounds from `ids[lo]`, `ids[hi]` (clamped to
                         // the segments, which keeps disjoint ranges disjoint); inverted ones run
                         // on one thread.
