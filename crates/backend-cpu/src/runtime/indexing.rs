@@ -404,8 +404,8 @@ impl SegmentSumPlan {
 }
 
 /// The loop of [`SegmentSumPlan::add_rows`] for ids of type `I` (`i32` or `u32`, checked at plan
-/// time): `add(segment, row)` for rows `lo..hi` with an id in `0..segments`, in order; an id outside
-/// `owned` raises `stray` and stops (see `add_rows`).
+/// time): `add(segment, row)` for rows `lo..hi` with an id in `0..segments`, in order; such an id
+/// outside `owned` raises `stray` and stops (see `add_rows`). Dropped ids are never strays.
 ///
 /// # Safety
 /// `bufs.ids` holds at least `hi` ids of type `I`; `add` is safe to call for such rows.
@@ -429,18 +429,16 @@ unsafe fn sum_typed<I: Copy + Into<i64>>(
         for r in k..end {
             // SAFETY: `r < hi`, per the contract.
             let id: i64 = unsafe { *ids.add(r) }.into();
+            // Negative and too-large ids are dropped (never clamped), before the ownership check:
+            // a dropped row writes nothing, so it cannot race wherever it lies.
+            let Some(g) = usize::try_from(id).ok().filter(|&g| g < segments) else { continue };
             if (id < owned.0 || id >= owned.1)
                 && let Some(f) = stray
             {
                 f.store(true, Ordering::Relaxed);
                 return;
             }
-            // Negative and too-large ids are dropped (never clamped).
-            if let Ok(g) = usize::try_from(id)
-                && g < segments
-            {
-                add(g, r);
-            }
+            add(g, r);
         }
         k = end;
     }
@@ -449,6 +447,27 @@ unsafe fn sum_typed<I: Copy + Into<i64>>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A dropped id inside a range that does not own low segments (the `-1` of row 5 in the
+    /// second of two ranges owning `2..`) is skipped, not a stray: the range keeps its thread
+    /// (before, it raised `stray` and the whole sum ran again on one thread). A kept id outside
+    /// the range's segments still is one.
+    #[test]
+    fn dropped_ids_are_never_strays() {
+        let ids = [0i32, 0, 1, 1, 2, -1, 2, 2, 7];
+        let bufs = SegmentBuffers { data: 0, ids: ids.as_ptr() as usize, out: 0 };
+        let stray = AtomicBool::new(false);
+        let mut added = Vec::new();
+        // SAFETY: `ids` holds 9 ids; `add` only records.
+        unsafe { sum_typed::<i32>(bufs, 4, 9, (2, i64::MAX), Some(&stray), 3, |g, r| added.push((g, r))) };
+        assert!(!stray.load(Ordering::Relaxed));
+        assert_eq!(added, [(2, 4), (2, 6), (2, 7)]);
+        let mut added = Vec::new();
+        // SAFETY: as above.
+        unsafe { sum_typed::<i32>(bufs, 0, 9, (2, i64::MAX), Some(&stray), 3, |g, r| added.push((g, r))) };
+        assert!(stray.load(Ordering::Relaxed), "id 0 of row 0 is kept and not owned");
+        assert!(added.is_empty());
+    }
 
     /// Sorted ids with dropped rows (`-1`, and one past the segments) around the nominal cut of
     /// two ranges: the cut moves past them and past the run of its id, and the owned ranges stay
