@@ -69,7 +69,9 @@ impl JitOptions {
 /// equations move out of scans where the backend estimates it pays ([`hoist_verdict`]), after
 /// scatter-adds with loop-invariant indices became segment sums (over indices sorted once where
 /// their updates can be permuted; [`kiln_transform::sort_scan_scatters`]) where the backend estimates
-/// that no costlier, and the egg simplifier runs (`opts.fast_math` enables its fast-math rules)
+/// that no costlier, a scan body's carry-independent work runs for all steps before its loop where
+/// [`xs_work_verdict`] approves ([`kiln_transform::precompute_scan_xs_work`]), and the egg
+/// simplifier runs (`opts.fast_math` enables its fast-math rules)
 /// under both [`kiln_transform::CostModel`]s — the fused-costs extraction is taken where the
 /// backend estimates it strictly cheaper than the every-result one ([`fused_cheaper`]) — and its
 /// program is kept if the backend estimates it no costlier than the input ([`backend_verdict`]),
@@ -108,6 +110,11 @@ pub(crate) fn backend_compile(f: &Function, opts: &JitOptions) -> Result<Executa
                 sorted_scatters = 0;
             }
         }
+        // A scan body's carry-independent work runs for all steps before the loop, where the
+        // backend estimates the body fewer kernels and the precomputed arrays stay small
+        // (`xs_work_verdict`).
+        let (fissioned, xs_work) = kiln_transform::precompute_scan_xs_work(&live, &xs_work_verdict);
+        live = fissioned;
         // Extraction under both cost models (every result written, or only kernel roots'): the
         // backend's estimate picks the fused-costs program only where it is strictly cheaper.
         let run = |cost_model| {
@@ -130,8 +137,9 @@ pub(crate) fn backend_compile(f: &Function, opts: &JitOptions) -> Result<Executa
         verdict.push_str(&format!(
             "\nloop-invariant code motion (before the simplifier): {} equations out of {} scans ({} scans refused); \
              {sorted_scatters} scatter-adds with loop-invariant indices made segment sums; \
-             {dot_transposes} loop constants of products transposed before their loops",
-            hoist.hoisted, hoist.scans, hoist.refused
+             {dot_transposes} loop constants of products transposed before their loops; \
+             carry-independent work: {} equations computed for all steps before {} scans ({} scans refused)",
+            hoist.hoisted, hoist.scans, hoist.refused, xs_work.moved, xs_work.scans, xs_work.refused
         ));
         // Literal loop constants become constants of their loop bodies, where the backend sees
         // their values (indices in range need no clamps). After the simplifier, which folds the
@@ -215,6 +223,27 @@ fn fused_cheaper(fused: &Function, every: &Function) -> (bool, String, Estimate)
 fn hoist_verdict(before: &Function, after: &Function) -> bool {
     match (kiln_backend_cpu::estimate(before), kiln_backend_cpu::estimate(after)) {
         (Ok(a), Ok(b)) => cost(&b) < cost(&a),
+        _ => false,
+    }
+}
+
+/// The most bytes of per-step arrays one scan's carry-independent work may precompute
+/// ([`xs_work_verdict`]): they are written once and read back step by step, so they should stay in
+/// the core's L2 (W2's single rollout needs 480 KB; its 4096-rollout batch would need 2 GB).
+const XS_WORK_MAX_BYTES: u64 = 1 << 20;
+
+/// Whether a scan's carry-independent work runs for all steps before the loop
+/// ([`kiln_transform::precompute_scan_xs_work`]): when the precomputed arrays take at most
+/// [`XS_WORK_MAX_BYTES`] and the backend estimates the new body fewer kernels than the old. The
+/// estimate prices bytes and flops, not the fixed cost of running a kernel at every step (40-60 ns
+/// each, measured on W2's body), which is what the move saves; the extra bytes are the precomputed
+/// arrays, written once and read once.
+fn xs_work_verdict(body: &Function, new_body: &Function, bytes: u64) -> bool {
+    if bytes > XS_WORK_MAX_BYTES {
+        return false;
+    }
+    match (kiln_backend_cpu::estimate(body), kiln_backend_cpu::estimate(new_body)) {
+        (Ok(a), Ok(b)) => b.kernels < a.kernels,
         _ => false,
     }
 }

@@ -17,7 +17,8 @@
 //!   indices sorted once where their updates can be permuted), and
 //!   [`transpose_scan_dot_constants`] gives loop constants read by a product a layout whose lanes
 //!   are contiguous; [`sink_scan_constants`] makes loop constants that are literals constants of
-//!   the loop's body.
+//!   the loop's body; [`precompute_scan_xs_work`] computes a scan body's carry-independent work
+//!   for all steps before the loop (vmapped over the scan axis).
 //! * [`simplify`](mod@simplify): equality-saturation simplification with egg (named IEEE-exact rules,
 //!   a DAG-cost extractor, bounded per-region runs).
 #![warn(missing_docs)]
@@ -29,6 +30,7 @@ mod licm;
 mod replay;
 mod scan_constants;
 mod scan_dot_layout;
+mod scan_xs;
 pub mod simplify;
 mod sorted_scatter;
 
@@ -37,5 +39,6 @@ pub use licm::{HoistReport, hoist_scan_invariants};
 pub use replay::{replay, trace_function};
 pub use scan_constants::sink_scan_constants;
 pub use scan_dot_layout::transpose_scan_dot_constants;
+pub use scan_xs::{XsWorkReport, precompute_scan_xs_work};
 pub use simplify::{CostModel, RegionReport, SimplifyOptions, SimplifyReport, StopReason, simplify};
 pub use sorted_scatter::sort_scan_scatters;

@@ -244,12 +244,12 @@ fn emit(g: &mut Function, prim: &Prim, p: &Plan, ins: &[Var], loc: Option<kiln_i
 }
 
 /// Control flow stays where it is (its cost and its own loops are its own business).
-fn control_flow(p: &Prim) -> bool {
+pub(crate) fn control_flow(p: &Prim) -> bool {
     !p.subfunctions().is_empty()
 }
 
 /// Layout ops that cost nothing fused into their consumer (see the module doc).
-fn cheap(p: &Prim) -> bool {
+pub(crate) fn cheap(p: &Prim) -> bool {
     match p {
         Prim::BroadcastInDim { .. }
         | Prim::Iota { .. }

@@ -207,7 +207,9 @@ fn pad(args: &[Batched], low: &[i64], high: &[i64], interior: &[usize], n: usize
 
 /// `dot_general`: two batched operands gain a batch-dimension pair (result dim 0); an unbatched
 /// operand is left alone and the other's batch dimension becomes a free dimension — so
-/// `vmap(|x| x @ W)` is one `dot_general` with no copy of `W`.
+/// `vmap(|x| x @ W)` is one `dot_general` with no copy of `W`. Where the batch dimension is a
+/// batched rhs's only free dimension (`vmap(|x| W @ x)` for a vector `x`), the operands swap so the
+/// result is `[B, ...]` rather than `[..., B]`.
 fn dot_general(
     args: &[Batched],
     contracting: (&[usize], &[usize]),
@@ -234,6 +236,15 @@ fn dot_general(
         (Some(ld), None) => nb + free_before(&lc, &lb, ld),
         (None, Some(rd)) => {
             let l_free = l.value.ndim() - lc.len() - lb.len();
+            if l_free > 0 && r.value.ndim() - rc.len() - rb.len() == 1 {
+                // The batch dimension is the rhs's only free one: the product with the operands
+                // swapped puts it before the lhs's free dimensions, where a scan or a consumer
+                // wants it, instead of last (a transpose of the whole result). Each element is the
+                // same products summed over the same contracting indices in the same order (a
+                // NaN times a NaN may yield the other's payload, which IEEE 754 leaves open).
+                let out = lax::dot_general(&r.value, &l.value, (&rc, &lc), (&rb, &lb), pref);
+                return vec![Batched::new(out, nb)];
+            }
             nb + l_free + free_before(&rc, &rb, rd)
         }
         (None, None) => unreachable!("batch rule: some operand is batched"),

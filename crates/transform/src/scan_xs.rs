@@ -1,0 +1,307 @@
+//! Step-indexed work of a `scan` computed for every step at once, before the loop (loop fission
+//! over the scanned inputs). Equations of a scan body that read only its loop constants and its
+//! `xs` (the per-step slices of the scanned arrays), never its carries, do not depend on earlier
+//! steps: vmapped over the scan axis ([`crate::batching::batch_function`]) they run once, as whole
+//! `[length, ...]` array ops before the loop, and the body reads their per-step results as new `xs`.
+//! W2's actuation `tanh(W · sin(ω·dt·t + φ))` is such work: in the loop it is a handful of tiny
+//! kernels per step (a 10-wide sine, a `[120, 10]` product, a 120-wide tanh), each paying its
+//! dispatch; before the loop it is three array ops over all 1000 steps.
+//!
+//! Cheap layout ops (see [`crate::licm`]) whose results only the loop reads stay inside, fused
+//! into their consumers. Loop-invariant equations still in the body (those loop-invariant code
+//! motion left there, cheap) are duplicated where the moved work reads them. Control flow is never
+//! moved. Whether a scan's move pays is the caller's call (`accept`, given the body before and
+//! after and the bytes of the precomputed arrays; kiln's `jit` asks the backend's estimate): the
+//! precomputed arrays are written once and read back step by step, where the loop computed them in
+//! registers.
+//!
+//! Values are unchanged bit for bit in the reference interpreter (every primitive is pure and its
+//! batching rule computes each step's slice as the unbatched op would), but for which NaN a
+//! product of two NaN factors yields (a batched `dot_general` may swap its operands; IEEE 754
+//! §6.2.3 leaves the choice open). A backend may round float
+//! sums differently once a product over one step becomes a product over all steps (kiln's vector
+//! path reassociates innermost sums within its documented bound).
+
+use crate::licm::{cheap, control_flow};
+use kiln_ir::{Function, Prim, Var};
+
+/// What [`precompute_scan_xs_work`] did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct XsWorkReport {
+    /// Body equations computed for all steps before their loop.
+    pub moved: usize,
+    /// Scans that lost equations.
+    pub scans: usize,
+    /// Scans with movable work whose move `accept` refused.
+    pub refused: usize,
+}
+
+/// `f` with the carry-independent work of every `scan` body (nested ones included) computed for
+/// all steps before the loop, for each scan that `accept(body, new_body, bytes)` approves: the body
+/// before and after, and the bytes of the arrays computed before the loop (`length` times the
+/// per-step bytes of the new `xs`). Scans of length 0 are left alone.
+///
+/// ```
+/// use kiln_ir::{Array, BinaryOp, DType, Function, Prim, TensorType, UnaryOp, eval};
+/// use kiln_transform::precompute_scan_xs_work;
+/// // scan over 3 steps of `c' = c + exp(x_t)`: `exp` reads only the scanned input.
+/// let mut body = Function::new();
+/// let c = body.add_param(TensorType::new(DType::F32, [2]));
+/// let x = body.add_param(TensorType::new(DType::F32, [2]));
+/// let e = body.push(Prim::Unary(UnaryOp::Exp), &[x], None)?[0];
+/// body.outputs = body.push(Prim::Binary(BinaryOp::Add), &[c, e], None)?.to_vec();
+/// let mut f = Function::new();
+/// let c0 = f.add_param(TensorType::new(DType::F32, [2]));
+/// let xs = f.add_param(TensorType::new(DType::F32, [3, 2]));
+/// let scan = Prim::Scan { length: 3, reverse: false, num_consts: 0, num_carry: 1, body: Box::new(body) };
+/// f.outputs = f.push(scan, &[c0, xs], None)?.to_vec();
+/// let (g, report) = precompute_scan_xs_work(&f, &|_, _, bytes| bytes <= 1 << 20);
+/// assert_eq!((report.moved, report.scans), (1, 1)); // exp(xs) runs once, over [3, 2]
+/// let args = [Array::from_vec(&[2], vec![0.0f32, 1.0]), Array::from_vec(&[3, 2], vec![0.5f32, 1.0, -1.0, 2.0, 0.0, -0.5])];
+/// assert_eq!(eval(&f, &args)?, eval(&g, &args)?);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn precompute_scan_xs_work(
+    f: &Function,
+    accept: &dyn Fn(&Function, &Function, u64) -> bool,
+) -> (Function, XsWorkReport) {
+    let mut report = XsWorkReport::default();
+    let g = rewrite(f, accept, &mut report);
+    (g, report)
+}
+
+/// [`precompute_scan_xs_work`] on `f`, its sub-functions first.
+fn rewrite(
+    f: &Function,
+    accept: &dyn Fn(&Function, &Function, u64) -> bool,
+    report: &mut XsWorkReport,
+) -> Function {
+    let mut g = Function::new();
+    let mut map: Vec<Option<Var>> = vec![None; f.vars.len()];
+    for p in &f.params {
+        map[p.index()] = Some(g.add_param(f.var_type(*p).clone()));
+    }
+    for c in &f.consts {
+        map[c.var.index()] = Some(g.add_const(c.value.clone()));
+    }
+    let at = |map: &[Option<Var>], v: &Var| map[v.index()].expect("defined before use (SSA)");
+    for e in &f.eqns {
+        let prim = e.prim.map_subfunctions(|sub| rewrite(sub, accept, report));
+        let ins: Vec<Var> = e.inputs.iter().map(|v| at(&map, v)).collect();
+        let outs = match plan(&prim) {
+            Some(p) => {
+                let (new_body, bytes) = new_body(&prim, &p);
+                let Prim::Scan { body, .. } = &prim else { unreachable!("plans are made for scans only") };
+                if accept(body, &new_body, bytes) {
+                    report.moved += p.moved.len();
+                    report.scans += 1;
+                    emit(&mut g, &prim, &p, new_body, &ins, e.loc.clone())
+                } else {
+                    report.refused += 1;
+                    g.push(prim, &ins, e.loc.clone()).expect("a verified scan").to_vec()
+                }
+            }
+            None => g.push(prim, &ins, e.loc.clone()).expect("equations of a verified function").to_vec(),
+        };
+        for (o, n) in e.outputs.iter().zip(outs) {
+            map[o.index()] = Some(n);
+        }
+    }
+    g.outputs = f.outputs.iter().map(|v| at(&map, v)).collect();
+    g
+}
+
+/// Which equations of a scan body run before the loop, and what the loop still reads.
+struct Plan {
+    /// Body equations computed for all steps before the loop, in order.
+    moved: Vec<usize>,
+    /// Body equations kept in the loop, in order (loop-invariant ones the moved work reads too
+    /// are in both lists).
+    kept: Vec<usize>,
+    /// Results of moved equations the loop reads: new `xs`, in this order.
+    frontier: Vec<Var>,
+    /// The body's `xs` parameters the loop still reads (indices into its `xs`).
+    xs_kept: Vec<usize>,
+}
+
+/// The plan of a `scan`, or `None` when no carry-independent work other than cheap layout ops
+/// depends on its `xs`.
+fn plan(prim: &Prim) -> Option<Plan> {
+    let Prim::Scan { length, num_consts, num_carry, body, .. } = prim else { return None };
+    let (b, nc, nk): (&Function, usize, usize) = (body, *num_consts, *num_carry);
+    if *length == 0 {
+        return None;
+    }
+    // `free`: reads no carry (constants, captured arrays, xs and what is computed from them only);
+    // `varying`: free and reads an `xs`.
+    let (mut free, mut varying) = (vec![false; b.vars.len()], vec![false; b.vars.len()]);
+    for p in b.params[..nc].iter().chain(&b.params[nc + nk..]) {
+        free[p.index()] = true;
+    }
+    for p in &b.params[nc + nk..] {
+        varying[p.index()] = true;
+    }
+    for c in &b.consts {
+        free[c.var.index()] = true;
+    }
+    for e in &b.eqns {
+        if !control_flow(&e.prim) && e.inputs.iter().all(|v| free[v.index()]) {
+            let vary = e.inputs.iter().any(|v| varying[v.index()]);
+            for o in &e.outputs {
+                free[o.index()] = true;
+                varying[o.index()] = vary;
+            }
+        }
+    }
+    // Backwards: what the loop reads (kept equations, outputs) and what moved equations read.
+    let (mut in_loop, mut before) = (vec![false; b.vars.len()], vec![false; b.vars.len()]);
+    for v in &b.outputs {
+        in_loop[v.index()] = true;
+    }
+    let (mut moved, mut kept, mut frontier): (Vec<usize>, Vec<usize>, Vec<Var>) =
+        (Vec::new(), Vec::new(), Vec::new());
+    for (i, e) in b.eqns.iter().enumerate().rev() {
+        let loop_reads = e.outputs.iter().any(|o| in_loop[o.index()]);
+        let moved_reads = e.outputs.iter().any(|o| before[o.index()]);
+        let is_free = e.outputs.iter().all(|o| free[o.index()]);
+        let is_varying = is_free && e.outputs.iter().any(|o| varying[o.index()]);
+        if !is_free || (is_varying && loop_reads && !moved_reads && cheap(&e.prim)) {
+            kept.push(i);
+            e.inputs.iter().for_each(|v| in_loop[v.index()] = true);
+        } else if !is_varying {
+            // Loop-invariant: wherever it is read, it is computed there.
+            if loop_reads {
+                kept.push(i);
+                e.inputs.iter().for_each(|v| in_loop[v.index()] = true);
+            }
+            if moved_reads {
+                moved.push(i);
+                e.inputs.iter().for_each(|v| before[v.index()] = true);
+            }
+        } else if loop_reads || moved_reads {
+            moved.push(i);
+            e.inputs.iter().for_each(|v| before[v.index()] = true);
+            frontier.extend(e.outputs.iter().filter(|o| in_loop[o.index()]));
+        }
+        // Else: dead, dropped.
+    }
+    let real_work = moved.iter().any(|&i| varying[b.eqns[i].outputs[0].index()] && !cheap(&b.eqns[i].prim));
+    if frontier.is_empty() || !real_work {
+        return None;
+    }
+    moved.reverse();
+    kept.reverse();
+    frontier.sort_unstable_by_key(|v| v.index());
+    let xs_kept = (0..b.params.len() - nc - nk).filter(|&j| in_loop[b.params[nc + nk + j].index()]).collect();
+    Some(Plan { moved, kept, frontier, xs_kept })
+}
+
+/// The scan body after the move (parameters: constants, carries, the `xs` still read, then the
+/// frontier as new `xs`), and the bytes of the arrays computed before the loop.
+fn new_body(prim: &Prim, p: &Plan) -> (Function, u64) {
+    let Prim::Scan { length, num_consts, num_carry, body, .. } = prim else {
+        unreachable!("plans are made for scans only")
+    };
+    let (b, nc, nk): (&Function, usize, usize) = (body, *num_consts, *num_carry);
+    let at = |map: &[Option<Var>], v: &Var| map[v.index()].expect("defined before use (SSA)");
+    let mut nb = Function::new();
+    let mut inner: Vec<Option<Var>> = vec![None; b.vars.len()];
+    for v in
+        b.params[..nc + nk].iter().chain(p.xs_kept.iter().map(|&j| &b.params[nc + nk + j])).chain(&p.frontier)
+    {
+        inner[v.index()] = Some(nb.add_param(b.var_type(*v).clone()));
+    }
+    for c in &b.consts {
+        inner[c.var.index()] = Some(nb.add_const(c.value.clone()));
+    }
+    for &i in &p.kept {
+        let e = &b.eqns[i];
+        let xs: Vec<Var> = e.inputs.iter().map(|v| at(&inner, v)).collect();
+        let ys = nb.push(e.prim.clone(), &xs, e.loc.clone()).expect("a verified body equation");
+        for (o, n) in e.outputs.iter().zip(ys) {
+            inner[o.index()] = Some(n);
+        }
+    }
+    nb.outputs = b.outputs.iter().map(|v| at(&inner, v)).collect();
+    let bytes = p.frontier.iter().map(|v| b.var_type(*v).bytes() as u64).sum::<u64>() * *length as u64;
+    (crate::dce(&nb), bytes)
+}
+
+/// Emits the precomputation (the moved equations, vmapped over the scan axis) and the new scan
+/// into `g`, whose `ins` are the scan's operands; returns the scan's results.
+fn emit(
+    g: &mut Function,
+    prim: &Prim,
+    p: &Plan,
+    new_body: Function,
+    ins: &[Var],
+    loc: Option<kiln_ir::SrcLoc>,
+) -> Vec<Var> {
+    let Prim::Scan { length, reverse, num_consts, num_carry, body } = prim else {
+        unreachable!("plans are made for scans only")
+    };
+    let (b, nc, nk): (&Function, usize, usize) = (body, *num_consts, *num_carry);
+    // One step's moved work as a function of the constants and the xs, batched over the steps.
+    let mut step = Function::new();
+    let mut map: Vec<Option<Var>> = vec![None; b.vars.len()];
+    for v in b.params[..nc].iter().chain(&b.params[nc + nk..]) {
+        map[v.index()] = Some(step.add_param(b.var_type(*v).clone()));
+    }
+    let at = |map: &[Option<Var>], v: &Var| map[v.index()].expect("defined before use (SSA)");
+    for &i in &p.moved {
+        let e = &b.eqns[i];
+        for v in &e.inputs {
+            if map[v.index()].is_none()
+                && let Some(c) = b.consts.iter().find(|c| c.var == *v)
+            {
+                map[v.index()] = Some(step.add_const(c.value.clone()));
+            }
+        }
+        let xs: Vec<Var> = e.inputs.iter().map(|v| at(&map, v)).collect();
+        let ys = step.push(e.prim.clone(), &xs, e.loc.clone()).expect("a verified body equation");
+        for (o, n) in e.outputs.iter().zip(ys) {
+            map[o.index()] = Some(n);
+        }
+    }
+    step.outputs = p.frontier.iter().map(|v| at(&map, v)).collect();
+    let nx = b.params.len() - nc - nk;
+    let in_batched: Vec<bool> = (0..nc + nx).map(|k| k >= nc).collect();
+    let (batched, _) =
+        crate::batching::batch_function(&step, &in_batched, *length, &vec![true; p.frontier.len()]);
+    let step_ins: Vec<Var> = ins[..nc].iter().chain(&ins[nc + nk..]).copied().collect();
+    let precomputed = inline(g, &batched, &step_ins);
+    let operands: Vec<Var> = ins[..nc + nk]
+        .iter()
+        .copied()
+        .chain(p.xs_kept.iter().map(|&j| ins[nc + nk + j]))
+        .chain(precomputed)
+        .collect();
+    let scan = Prim::Scan {
+        length: *length,
+        reverse: *reverse,
+        num_consts: nc,
+        num_carry: nk,
+        body: Box::new(new_body),
+    };
+    g.push(scan, &operands, loc).expect("the new scan types as the original").to_vec()
+}
+
+/// Pushes `f`'s equations into `g` with `f`'s parameters bound to `args`; returns its outputs.
+fn inline(g: &mut Function, f: &Function, args: &[Var]) -> Vec<Var> {
+    let mut map: Vec<Option<Var>> = vec![None; f.vars.len()];
+    for (p, a) in f.params.iter().zip(args) {
+        map[p.index()] = Some(*a);
+    }
+    for c in &f.consts {
+        map[c.var.index()] = Some(g.add_const(c.value.clone()));
+    }
+    let at = |map: &[Option<Var>], v: &Var| map[v.index()].expect("defined before use (SSA)");
+    for e in &f.eqns {
+        let xs: Vec<Var> = e.inputs.iter().map(|v| at(&map, v)).collect();
+        let ys = g.push(e.prim.clone(), &xs, e.loc.clone()).expect("a verified batched equation");
+        for (o, n) in e.outputs.iter().zip(ys) {
+            map[o.index()] = Some(n);
+        }
+    }
+    f.outputs.iter().map(|v| at(&map, v)).collect()
+}
