@@ -584,3 +584,54 @@ fn constant_scatter_indices_in_range_need_no_checks() {
         }
     }
 }
+
+/// Unsigned indices take the same one-compare fast path: values from 2³¹ up (negative if read as
+/// `i32`) and `u32::MAX` are too large, never wrapped; on a rank-1 table, on `[5, 2]` rows and
+/// along axis 1 of a `[2, 5]` table; bitwise the interpreter, and by hand (clamp to 4, or NaN).
+#[test]
+fn unsigned_indices_past_i32_are_out_of_range() {
+    let n = 5usize;
+    let idx: Vec<u32> = vec![0, 4, 5, 1 << 31, u32::MAX, 3, 1, (1 << 31) - 1, 7, 2];
+    let e = idx.len();
+    let t1: Vec<f32> = (0..n).map(|i| 10.0 + i as f32).collect();
+    let t2: Vec<f32> = (0..2 * n).map(|i| 0.5 + i as f32).collect();
+    for mode in [IndexMode::Clip, IndexMode::FillOrDrop] {
+        let mut f = Function::new();
+        let a = f.add_param(TensorType::new(DType::F32, Shape::new(&[n])));
+        let b = f.add_param(TensorType::new(DType::F32, Shape::new(&[n, 2])));
+        let c = f.add_param(TensorType::new(DType::F32, Shape::new(&[2, n])));
+        let i = f.add_param(TensorType::new(DType::U32, Shape::new(&[e])));
+        let g1 = push(&mut f, Prim::Gather { axis: 0, batch_dims: 0, mode }, &[a, i]);
+        let g2 = push(&mut f, Prim::Gather { axis: 0, batch_dims: 0, mode }, &[b, i]);
+        let g3 = push(&mut f, Prim::Gather { axis: 1, batch_dims: 0, mode }, &[c, i]);
+        f.outputs = vec![g1, g2, g3];
+        let args = [
+            Array::from_vec(&[n], t1.clone()),
+            Array::from_vec(&[n, 2], t2.clone()),
+            Array::from_vec(&[2, n], t2.clone()),
+            Array::from_vec(&[e], idx.clone()),
+        ];
+        let got = compile(&f).expect("compile").run(&args).expect("run");
+        let want = eval(&f, &args).expect("interpreter");
+        for (k, (g, w)) in got.iter().zip(&want).enumerate() {
+            assert_eq!(bits(g), bits(w), "output {k}, {mode:?}: JIT vs interpreter");
+        }
+        let at = |i: u32| (i as usize).min(n - 1);
+        let ok = |i: u32| (i as usize) < n;
+        let pick = |i: u32, v: f32| if mode == IndexMode::Clip || ok(i) { v } else { f32::NAN };
+        let edge: Vec<f32> = idx.iter().map(|&i| pick(i, t1[at(i)])).collect();
+        let rows: Vec<f32> =
+            idx.iter().flat_map(|&i| [pick(i, t2[2 * at(i)]), pick(i, t2[2 * at(i) + 1])]).collect();
+        let cols: Vec<f32> = (0..2)
+            .flat_map(|r| idx.iter().map(move |&i| (r, i)))
+            .map(|(r, i)| pick(i, t2[r * n + at(i)]))
+            .collect();
+        let same = |x: &Array, y: &[f32]| {
+            let x = x.to_vec::<f32>().unwrap();
+            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| p == q || (p.is_nan() && q.is_nan()))
+        };
+        assert!(same(&got[0], &edge), "{mode:?}: {:?}", got[0]);
+        assert!(same(&got[1], &rows), "{mode:?}: {:?}", got[1]);
+        assert!(same(&got[2], &cols), "{mode:?}: {:?}", got[2]);
+    }
+}
