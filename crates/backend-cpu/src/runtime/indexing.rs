@@ -448,6 +448,55 @@ unsafe fn sum_typed<I: Copy + Into<i64>>(
 mod tests {
     use super::*;
 
+    /// The invariants the parallel segment sum relies on, over 20,000 generated id lists (sorted
+    /// kept ids with dropped ids — −1, `segments`, i64 extremes — anywhere, 0 to 5 segments, 1 to
+    /// 8 ranges of at least two rows): cuts run from 0 to n without going back, no owned range is inverted, and every
+    /// kept row lies in a range that owns its id (so no range raises `stray` on sorted ids).
+    #[test]
+    fn cuts_partition_sorted_ids_with_dropped_rows_anywhere() {
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = |m: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state % m
+        };
+        for _ in 0..20_000 {
+            // At least two rows per range, as `SegmentSumPlan::run` asks before it splits.
+            let (segments, chunks) = (next(6) as usize, 1 + next(8) as usize);
+            let n = 2 * chunks + next(40) as usize;
+            let mut kept = 0i64;
+            let ids: Vec<i64> = (0..n)
+                .map(|_| match next(6) {
+                    0 => -1,
+                    1 => [segments as i64, i64::MIN, i64::MAX][next(3) as usize],
+                    _ if segments == 0 => -1,
+                    _ => {
+                        kept = (kept + next(2) as i64).min(segments as i64 - 1);
+                        kept
+                    }
+                })
+                .collect();
+            let id = |k: usize| ids[k];
+            let cuts = segment_cuts(n, chunks, segments, id);
+            assert_eq!((cuts[0], cuts[chunks]), (0, n), "{ids:?} {chunks}: {cuts:?}");
+            assert!(cuts.windows(2).all(|w| w[0] <= w[1]), "{ids:?} {chunks}: {cuts:?}");
+            let owned = owned_segments(&cuts, n, id);
+            assert!(disjoint(&owned), "{ids:?} {chunks}: {cuts:?} {owned:?}");
+            for c in 0..chunks {
+                for r in cuts[c]..cuts[c + 1] {
+                    let g = ids[r];
+                    if (0..segments as i64).contains(&g) {
+                        assert!(
+                            owned[c].0 <= g && g < owned[c].1,
+                            "{ids:?} {chunks}: row {r} in {c}, {owned:?}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
     /// A dropped id inside a range that does not own low segments (the `-1` of row 5 in the
     /// second of two ranges owning `2..`) is skipped, not a stray: the range keeps its thread
     /// (before, it raised `stray` and the whole sum ran again on one thread). A kept id outside
