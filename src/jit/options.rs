@@ -229,7 +229,10 @@ fn hoist_verdict(before: &Function, after: &Function) -> bool {
 
 /// The most bytes of per-step arrays one scan's carry-independent work may precompute
 /// ([`xs_work_verdict`]): they are written once and read back step by step, so they should stay in
-/// the core's L2 (W2's single rollout needs 480 KB; its 4096-rollout batch would need 2 GB).
+/// the core's L2 (W2's single rollout needs 480 KB, its 256-robot batch would need 123 MB). At
+/// 4 MiB the backward scans of W2's single-robot gradient (3.1 MB) and W4's gradient at B = 64
+/// (3.3 MB) moved too: W4's gradient got slower (one thread, minima of alternating runs: 2.07 ->
+/// 2.24 ms) and W2's no faster.
 const XS_WORK_MAX_BYTES: u64 = 1 << 20;
 
 /// Whether a scan's carry-independent work runs for all steps before the loop
