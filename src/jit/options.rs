@@ -112,9 +112,19 @@ pub(crate) fn backend_compile(f: &Function, opts: &JitOptions) -> Result<Executa
         }
         // A scan body's carry-independent work runs for all steps before the loop, where the
         // backend estimates the body fewer kernels and the precomputed arrays stay small
-        // (`xs_work_verdict`).
-        let (fissioned, xs_work) = kiln_transform::precompute_scan_xs_work(&live, &xs_work_verdict);
-        live = fissioned;
+        // (`xs_work_verdict`), and where the result still plans.
+        // The rewrite must still plan where its input did: batching adds a dimension (a rank-16
+        // product in the body would become a rank-17 one, past the backend's limit).
+        let (fissioned, mut xs_work) = kiln_transform::precompute_scan_xs_work(&live, &xs_work_verdict);
+        if xs_work.scans > 0
+            && kiln_backend_cpu::estimate(&fissioned).is_err()
+            && kiln_backend_cpu::estimate(&live).is_ok()
+        {
+            xs_work.refused += xs_work.scans;
+            (xs_work.moved, xs_work.scans) = (0, 0);
+        } else {
+            live = fissioned;
+        }
         // Extraction under both cost models (every result written, or only kernel roots'): the
         // backend's estimate picks the fused-costs program only where it is strictly cheaper.
         let run = |cost_model| {
@@ -227,7 +237,7 @@ fn hoist_verdict(before: &Function, after: &Function) -> bool {
     }
 }
 
-/// The most bytes of per-step arrays one scan's carry-independent work may precompute
+/// The most bytes of arrays one scan's carry-independent work may precompute
 /// ([`xs_work_verdict`]): they are written once and read back step by step, so they should stay in
 /// the core's L2 (W2's single rollout needs 480 KB, its 256-robot batch would need 123 MB). At
 /// 4 MiB the backward scans of W2's single-robot gradient (3.1 MB) and W4's gradient at B = 64
@@ -236,7 +246,8 @@ fn hoist_verdict(before: &Function, after: &Function) -> bool {
 const XS_WORK_MAX_BYTES: u64 = 1 << 20;
 
 /// Whether a scan's carry-independent work runs for all steps before the loop
-/// ([`kiln_transform::precompute_scan_xs_work`]): when the precomputed arrays take at most
+/// ([`kiln_transform::precompute_scan_xs_work`]): when the largest array the precomputation may
+/// hold (the precomputed arrays together, or one intermediate) takes at most
 /// [`XS_WORK_MAX_BYTES`] and the backend estimates the new body fewer kernels than the old. The
 /// estimate prices bytes and flops, not the fixed cost of running a kernel at every step (40-60 ns
 /// each, measured on W2's body), which is what the move saves; the extra bytes are the precomputed
@@ -290,6 +301,44 @@ mod tests {
             }
         }
         f
+    }
+
+    /// A scan body's product over rank-16 operands that reads only the scanned input: vmapped
+    /// before the loop it would be rank 17, past the backend's limit, so the precomputation is
+    /// refused and the program compiles as it did without it (the same values as the interpreter).
+    #[test]
+    fn precomputed_scan_work_that_would_not_plan_is_refused() {
+        let ones = |n: usize| vec!["2"; n].join(",");
+        let dims = (1..16).map(|d| d.to_string()).collect::<Vec<_>>().join(",");
+        let src = format!(
+            "{{ lambda w:f32[{o}] c:f32[2,2] xs:f32[3,{o}] . let
+                d:f32[2,2] = scan[length=3 reverse=false num_consts=1 num_carry=1 body={{ lambda w:f32[{o}] c:f32[2,2] x:f32[{o}] . let
+                    p:f32[2,2] = dot_general[lhs_contracting=({dims}) rhs_contracting=({dims}) lhs_batch=() rhs_batch=() preferred_element_type=none] w x
+                    t:f32[2,2] = tanh p
+                    n:f32[2,2] = add c t
+                  in (n,) }}] w c xs
+              in (d,) }}",
+            o = ones(16)
+        );
+        let f = kiln_ir::parse(&src).unwrap_or_else(|e| panic!("{e}\n{src}"));
+        kiln_ir::verify(&f).unwrap();
+        let (moved, report) = kiln_transform::precompute_scan_xs_work(&f, &|_, _, _| true);
+        assert_eq!(report.scans, 1, "the transform alone moves the product");
+        assert!(kiln_backend_cpu::estimate(&moved).is_err(), "and that program does not plan");
+        let exe =
+            super::backend_compile(&f, &super::JitOptions::default()).expect("compiles without the move");
+        let s16 = [2usize; 16];
+        let args = [
+            kiln_ir::Array::from_vec(&s16, vec![0.5f32; 1 << 16]),
+            kiln_ir::Array::from_vec(&[2, 2], vec![0.25f32, -1.0, 0.0, 2.0]),
+            kiln_ir::Array::from_vec(
+                &[3, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2],
+                (0..3 << 16).map(|i| (i % 7) as f32 - 3.0).collect::<Vec<_>>(),
+            ),
+        ];
+        let got = exe.run(&args).unwrap();
+        let want = kiln_ir::eval(&f, &args).unwrap();
+        assert_eq!(got[0].to_vec::<f32>(), want[0].to_vec::<f32>());
     }
 
     #[test]

@@ -11,7 +11,7 @@
 //! into their consumers. Loop-invariant equations still in the body (those loop-invariant code
 //! motion left there, cheap) are duplicated where the moved work reads them. Control flow is never
 //! moved. Whether a scan's move pays is the caller's call (`accept`, given the body before and
-//! after and the bytes of the precomputed arrays; kiln's `jit` asks the backend's estimate): the
+//! after and the bytes the precomputation may hold; kiln's `jit` asks the backend's estimate): the
 //! precomputed arrays are written once and read back step by step, where the loop computed them in
 //! registers.
 //!
@@ -38,8 +38,10 @@ pub struct XsWorkReport {
 
 /// `f` with the carry-independent work of every `scan` body (nested ones included) computed for
 /// all steps before the loop, for each scan that `accept(body, new_body, bytes)` approves: the body
-/// before and after, and the bytes of the arrays computed before the loop (`length` times the
-/// per-step bytes of the new `xs`). Scans of length 0 are left alone.
+/// before and after, and the bytes of the largest array the precomputation may hold — the new `xs`
+/// together, or any one moved intermediate (`length` times its per-step bytes; an intermediate
+/// `[1000, 1000]` per step is 4 GB over 1000 steps even where the loop reads back a scalar). Scans
+/// of length 0 are left alone.
 ///
 /// ```
 /// use kiln_ir::{Array, BinaryOp, DType, Function, Prim, TensorType, UnaryOp, eval};
@@ -197,7 +199,8 @@ fn plan(prim: &Prim) -> Option<Plan> {
 }
 
 /// The scan body after the move (parameters: constants, carries, the `xs` still read, then the
-/// frontier as new `xs`), and the bytes of the arrays computed before the loop.
+/// frontier as new `xs`), and the bytes of the largest array the precomputation may hold (the
+/// frontier together, or one moved intermediate).
 fn new_body(prim: &Prim, p: &Plan) -> (Function, u64) {
     let Prim::Scan { length, num_consts, num_carry, body, .. } = prim else {
         unreachable!("plans are made for scans only")
@@ -223,8 +226,10 @@ fn new_body(prim: &Prim, p: &Plan) -> (Function, u64) {
         }
     }
     nb.outputs = b.outputs.iter().map(|v| at(&inner, v)).collect();
-    let bytes = p.frontier.iter().map(|v| b.var_type(*v).bytes() as u64).sum::<u64>() * *length as u64;
-    (crate::dce(&nb), bytes)
+    let per_step = |v: &Var| b.var_type(*v).bytes() as u64;
+    let results: u64 = p.frontier.iter().map(per_step).sum();
+    let largest = p.moved.iter().flat_map(|&i| &b.eqns[i].outputs).map(per_step).max().unwrap_or(0);
+    (crate::dce(&nb), results.max(largest) * *length as u64)
 }
 
 /// Emits the precomputation (the moved equations, vmapped over the scan axis) and the new scan

@@ -235,3 +235,25 @@ fn vmap_of_a_matrix_times_a_batched_vector_puts_the_batch_first() {
         }
     }
 }
+
+#[test]
+fn accept_sees_the_largest_intermediate_not_only_the_results() {
+    // The loop reads back one scalar per step, but the moved outer product is [100, 100] per step:
+    // 10 steps of it are 400 kB, which `accept` is told (not the 40 bytes of the results).
+    let src = "{ lambda c:f32[] xs:f32[10,100] . let
+        d:f32[] = scan[length=10 reverse=false num_consts=0 num_carry=1 body={ lambda c:f32[] x:f32[100] . let
+            o:f32[100,100] = dot_general[lhs_contracting=() rhs_contracting=() lhs_batch=() rhs_batch=() preferred_element_type=none] x x
+            r:f32[] = reduce_sum[axes=(0,1)] o
+            n:f32[] = add c r
+          in (n,) }] c xs
+      in (d,) }";
+    let f = parse(src).unwrap();
+    verify(&f).unwrap();
+    let seen = RefCell::new(Vec::new());
+    let (_, report) = precompute_scan_xs_work(&f, &|_, _, bytes| {
+        seen.borrow_mut().push(bytes);
+        bytes <= 1 << 18
+    });
+    assert_eq!(*seen.borrow(), vec![400_000]);
+    assert_eq!(report.refused, 1);
+}
