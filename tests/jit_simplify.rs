@@ -193,3 +193,45 @@ fn in_range_captured_indices_in_a_scan_keep_the_greedy_compiles_bits() {
     let g = on.1.to_vec::<f32>()[0];
     assert!(fd.abs() > 1e-3 && (g - fd).abs() <= 1e-2 * fd.abs(), "{g} against {fd}");
 }
+
+/// `Σ c_T²` for `c_{t+1} = 0.9·c_t + tanh(W · sin(t + φ))` over 50 steps; `w: f32[4, 3]`.
+fn actuated_loss(w: Tensor) -> Tensor {
+    let phase = Tensor::from_vec(&[3], vec![0.0f32, 1.0, 2.0]);
+    let step = |c: Tensor, t: Tensor| {
+        let act = w.matmul(&(&t + &phase).sin()).tanh();
+        (&c * 0.9 + &act, ())
+    };
+    let ts = Tensor::from_vec(&[50], (0..50).map(|i| i as f32 * 0.1).collect());
+    let (c, ()) = scan(step, Tensor::zeros(DType::F32, &[4]), ts);
+    (&c * &c).sum_all()
+}
+
+/// A carry driven by `tanh(W · sin(t + φ))` with `t` the scanned input (W2's actuation): with the
+/// simplifier on, `jit` computes the actuation for all 50 steps before the loop, and the forward
+/// and the gradient with respect to `W` agree with the greedy compile and with eager evaluation (to
+/// float rounding: the product's sums may be reassociated by the vector path).
+#[test]
+fn carry_independent_scan_work_runs_before_the_loop_with_the_same_values() {
+    let w = Tensor::from_vec(&[4, 3], (0..12).map(|i| (i as f32 - 6.0) / 7.0).collect());
+    let close = |a: &Tensor, b: &Tensor| {
+        let (a, b) = (a.to_vec::<f32>(), b.to_vec::<f32>());
+        assert_eq!(a.len(), b.len());
+        for (x, y) in a.iter().zip(&b) {
+            assert!((x - y).abs() <= 1e-5 * (1.0 + y.abs()), "{a:?} vs {b:?}");
+        }
+    };
+    let (on, off) = (jit(actuated_loss), jit(actuated_loss).simplify(false));
+    // The precomputed actuation, `[50, 4]` f32 (800 bytes), lives in the arena before the loop;
+    // the greedy compile never materializes it (its body computes each step's 4 values in place).
+    let arena =
+        |j: &kiln::Jit<_, Tensor, Tensor>| j.compiled(&w).unwrap().executable().cost_report().arena_bytes;
+    let (a_on, a_off) = (arena(&on), arena(&off));
+    assert!(a_on >= 800 && a_off < 800, "arena bytes: simplified {a_on}, greedy {a_off}");
+    let eager = actuated_loss(w.clone());
+    close(&on.call(&w).unwrap(), &eager);
+    close(&off.call(&w).unwrap(), &eager);
+    let (g_on, g_off) = (jit(grad(actuated_loss)), jit(grad(actuated_loss)).simplify(false));
+    let g_eager = grad(actuated_loss)(w.clone());
+    close(&g_on.call(&w).unwrap(), &g_eager);
+    close(&g_off.call(&w).unwrap(), &g_eager);
+}
