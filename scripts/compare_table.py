@@ -73,9 +73,10 @@ def main():
     problems = []
     print(f"Measured {datetime.date.today().isoformat()} on {machine()}; "
           f"JAX {next(iter(jax.values()), {}).get('jax', '?')} on CPU. Times in ms: compile = first call - "
-          f"median steady call; run = median steady call.\n")
+          f"median steady call; run = median steady call; min = fastest steady call (steadier than the median "
+          f"where the machine's speed comes in phases).\n")
     header = ["workload", "variant", "size", "kiln compile", "JAX compile", "kiln run", "JAX run",
-              "kiln/JAX run", "checksums"]
+              "kiln/JAX run", "kiln/JAX min", "checksums"]
     if x64:
         header.append("sum|x| rel err vs f64: kiln / JAX")
     print("| " + " | ".join(header) + " |")
@@ -91,7 +92,8 @@ def main():
             status = "MISMATCH" if why else "agree"
         cells = list(key) + [
             fmt(k and k["compile_ms"]), fmt(j and j["compile_ms"]), fmt(k and k["run_ms"]), fmt(j and j["run_ms"]),
-            fmt(k["run_ms"] / j["run_ms"]) if k and j else "-", status,
+            fmt(k["run_ms"] / j["run_ms"]) if k and j else "-",
+            fmt(k["min_ms"] / j["min_ms"]) if k and j and k.get("min_ms") and j.get("min_ms") else "-", status,
         ]
         if x64:
             ref = x64.get(key)
