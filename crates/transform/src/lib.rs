@@ -33,6 +33,7 @@ mod scan_dot_layout;
 mod scan_xs;
 pub mod simplify;
 mod sorted_scatter;
+mod var_map;
 
 pub use dce::dce;
 pub use licm::{HoistReport, hoist_scan_invariants};

@@ -14,6 +14,7 @@
 //! interpreter. A backend may round float sums differently once a hoisted reduction becomes a
 //! kernel of its own (kiln's vector path reassociates innermost sums within its documented bound).
 
+use crate::var_map::{VarMap, rebuild};
 use kiln_ir::{Function, Prim, Var};
 
 /// What [`hoist_scan_invariants`] did.
@@ -62,47 +63,30 @@ pub fn hoist_scan_invariants(
 
 /// [`hoist_scan_invariants`] on `f`, its sub-functions first (inner loops before outer ones).
 fn hoist(f: &Function, accept: &dyn Fn(&Function, &Function) -> bool, report: &mut HoistReport) -> Function {
-    let mut g = Function::new();
-    let mut map: Vec<Option<Var>> = vec![None; f.vars.len()];
-    for p in &f.params {
-        map[p.index()] = Some(g.add_param(f.var_type(*p).clone()));
-    }
-    for c in &f.consts {
-        map[c.var.index()] = Some(g.add_const(c.value.clone()));
-    }
-    let at = |map: &[Option<Var>], v: &Var| map[v.index()].expect("defined before use (SSA)");
-    for e in &f.eqns {
+    rebuild(f, |g, e, ins| {
         let prim = e.prim.map_subfunctions(|sub| hoist(sub, accept, report));
-        let ins: Vec<Var> = e.inputs.iter().map(|v| at(&map, v)).collect();
-        let outs = match plan(&prim) {
-            Some(p) => {
-                let scratch = |hoisted: bool| {
-                    let mut s = Function::new();
-                    let params: Vec<Var> = ins.iter().map(|v| s.add_param(g.var_type(*v).clone())).collect();
-                    s.outputs = if hoisted {
-                        emit(&mut s, &prim, &p, &params, e.loc.clone())
-                    } else {
-                        s.push(prim.clone(), &params, e.loc.clone()).expect("a verified scan").to_vec()
-                    };
-                    s
-                };
-                if accept(&scratch(false), &scratch(true)) {
-                    report.hoisted += p.hoisted.len();
-                    report.scans += 1;
-                    emit(&mut g, &prim, &p, &ins, e.loc.clone())
-                } else {
-                    report.refused += 1;
-                    g.push(prim, &ins, e.loc.clone()).expect("a verified scan").to_vec()
-                }
-            }
-            None => g.push(prim, &ins, e.loc.clone()).expect("equations of a verified function").to_vec(),
+        let Some(p) = plan(&prim) else {
+            return g.push(prim, &ins, e.loc.clone()).expect("equations of a verified function").to_vec();
         };
-        for (o, n) in e.outputs.iter().zip(outs) {
-            map[o.index()] = Some(n);
+        let scratch = |hoisted: bool| {
+            let mut s = Function::new();
+            let params: Vec<Var> = ins.iter().map(|v| s.add_param(g.var_type(*v).clone())).collect();
+            s.outputs = if hoisted {
+                emit(&mut s, &prim, &p, &params, e.loc.clone())
+            } else {
+                s.push(prim.clone(), &params, e.loc.clone()).expect("a verified scan").to_vec()
+            };
+            s
+        };
+        if accept(&scratch(false), &scratch(true)) {
+            report.hoisted += p.hoisted.len();
+            report.scans += 1;
+            emit(g, &prim, &p, &ins, e.loc.clone())
+        } else {
+            report.refused += 1;
+            g.push(prim, &ins, e.loc.clone()).expect("a verified scan").to_vec()
         }
-    }
-    g.outputs = f.outputs.iter().map(|v| at(&map, v)).collect();
-    g
+    })
 }
 
 /// Which variables of a scan body (with `nc` loop constants) hold the same value at every step: the
@@ -180,57 +164,30 @@ fn emit(g: &mut Function, prim: &Prim, p: &Plan, ins: &[Var], loc: Option<kiln_i
         unreachable!("plans are made for scans only")
     };
     let (b, nc): (&Function, usize) = (body, *num_consts);
-    let at = |map: &[Option<Var>], v: &Var| map[v.index()].expect("defined before use (SSA)");
-    // Before the loop: body variables as variables of `g`.
-    let mut outer: Vec<Option<Var>> = vec![None; b.vars.len()];
+    // Before the loop: body variables as variables of `g`; the body's captured arrays that hoisted
+    // equations read become constants of `g`.
+    let mut outer = VarMap::new(b);
     for (k, p) in b.params[..nc].iter().enumerate() {
-        outer[p.index()] = Some(ins[k]);
+        outer.set(*p, ins[k]);
     }
     for &i in &p.hoisted {
-        let e = &b.eqns[i];
-        // The body's captured arrays that hoisted equations read become constants of `g`.
-        for v in &e.inputs {
-            if outer[v.index()].is_none()
-                && let Some(c) = b.consts.iter().find(|c| c.var == *v)
-            {
-                outer[v.index()] = Some(g.add_const(c.value.clone()));
-            }
-        }
-        let xs: Vec<Var> = e.inputs.iter().map(|v| at(&outer, v)).collect();
-        let ys = g.push(e.prim.clone(), &xs, e.loc.clone()).expect("a verified body equation");
-        for (o, n) in e.outputs.iter().zip(ys) {
-            outer[o.index()] = Some(n);
-        }
+        outer.add_consts_read(g, b, &b.eqns[i]);
+        outer.push(g, &b.eqns[i]);
     }
     // The new body: old constants, the hoisted values, then carries and xs.
     let mut nb = Function::new();
-    let mut inner: Vec<Option<Var>> = vec![None; b.vars.len()];
-    for p in &b.params[..nc] {
-        inner[p.index()] = Some(nb.add_param(b.var_type(*p).clone()));
-    }
-    for v in &p.frontier {
-        inner[v.index()] = Some(nb.add_param(b.var_type(*v).clone()));
-    }
-    for p in &b.params[nc..] {
-        inner[p.index()] = Some(nb.add_param(b.var_type(*p).clone()));
-    }
-    for c in &b.consts {
-        inner[c.var.index()] = Some(nb.add_const(c.value.clone()));
-    }
+    let mut inner = VarMap::new(b);
+    inner.add_params(&mut nb, b, b.params[..nc].iter().chain(&p.frontier).chain(&b.params[nc..]));
+    inner.add_consts(&mut nb, b);
     for &i in &p.kept {
-        let e = &b.eqns[i];
-        let xs: Vec<Var> = e.inputs.iter().map(|v| at(&inner, v)).collect();
-        let ys = nb.push(e.prim.clone(), &xs, e.loc.clone()).expect("a verified body equation");
-        for (o, n) in e.outputs.iter().zip(ys) {
-            inner[o.index()] = Some(n);
-        }
+        inner.push(&mut nb, &b.eqns[i]);
     }
-    nb.outputs = b.outputs.iter().map(|v| at(&inner, v)).collect();
+    nb.outputs = inner.all(&b.outputs);
     let nb = crate::dce(&nb);
     let operands: Vec<Var> = ins[..nc]
         .iter()
         .copied()
-        .chain(p.frontier.iter().map(|v| at(&outer, v)))
+        .chain(p.frontier.iter().map(|v| outer.at(*v)))
         .chain(ins[nc..].iter().copied())
         .collect();
     let scan = Prim::Scan {

@@ -23,6 +23,7 @@
 //! path reassociates innermost sums within its documented bound).
 
 use crate::licm::{cheap, control_flow};
+use crate::var_map::{VarMap, inline, rebuild};
 use kiln_ir::{Function, Prim, Var};
 
 /// What [`precompute_scan_xs_work`] did.
@@ -78,39 +79,22 @@ fn rewrite(
     accept: &dyn Fn(&Function, &Function, u64) -> bool,
     report: &mut XsWorkReport,
 ) -> Function {
-    let mut g = Function::new();
-    let mut map: Vec<Option<Var>> = vec![None; f.vars.len()];
-    for p in &f.params {
-        map[p.index()] = Some(g.add_param(f.var_type(*p).clone()));
-    }
-    for c in &f.consts {
-        map[c.var.index()] = Some(g.add_const(c.value.clone()));
-    }
-    let at = |map: &[Option<Var>], v: &Var| map[v.index()].expect("defined before use (SSA)");
-    for e in &f.eqns {
+    rebuild(f, |g, e, ins| {
         let prim = e.prim.map_subfunctions(|sub| rewrite(sub, accept, report));
-        let ins: Vec<Var> = e.inputs.iter().map(|v| at(&map, v)).collect();
-        let outs = match plan(&prim) {
-            Some(p) => {
-                let (new_body, bytes) = new_body(&prim, &p);
-                let Prim::Scan { body, .. } = &prim else { unreachable!("plans are made for scans only") };
-                if accept(body, &new_body, bytes) {
-                    report.moved += p.moved.len();
-                    report.scans += 1;
-                    emit(&mut g, &prim, &p, new_body, &ins, e.loc.clone())
-                } else {
-                    report.refused += 1;
-                    g.push(prim, &ins, e.loc.clone()).expect("a verified scan").to_vec()
-                }
-            }
-            None => g.push(prim, &ins, e.loc.clone()).expect("equations of a verified function").to_vec(),
+        let Some(p) = plan(&prim) else {
+            return g.push(prim, &ins, e.loc.clone()).expect("equations of a verified function").to_vec();
         };
-        for (o, n) in e.outputs.iter().zip(outs) {
-            map[o.index()] = Some(n);
+        let (new_body, bytes) = new_body(&prim, &p);
+        let Prim::Scan { body, .. } = &prim else { unreachable!("plans are made for scans only") };
+        if accept(body, &new_body, bytes) {
+            report.moved += p.moved.len();
+            report.scans += 1;
+            emit(g, &prim, &p, new_body, &ins, e.loc.clone())
+        } else {
+            report.refused += 1;
+            g.push(prim, &ins, e.loc.clone()).expect("a verified scan").to_vec()
         }
-    }
-    g.outputs = f.outputs.iter().map(|v| at(&map, v)).collect();
-    g
+    })
 }
 
 /// Which equations of a scan body run before the loop, and what the loop still reads.
@@ -206,26 +190,15 @@ fn new_body(prim: &Prim, p: &Plan) -> (Function, u64) {
         unreachable!("plans are made for scans only")
     };
     let (b, nc, nk): (&Function, usize, usize) = (body, *num_consts, *num_carry);
-    let at = |map: &[Option<Var>], v: &Var| map[v.index()].expect("defined before use (SSA)");
     let mut nb = Function::new();
-    let mut inner: Vec<Option<Var>> = vec![None; b.vars.len()];
-    for v in
-        b.params[..nc + nk].iter().chain(p.xs_kept.iter().map(|&j| &b.params[nc + nk + j])).chain(&p.frontier)
-    {
-        inner[v.index()] = Some(nb.add_param(b.var_type(*v).clone()));
-    }
-    for c in &b.consts {
-        inner[c.var.index()] = Some(nb.add_const(c.value.clone()));
-    }
+    let mut inner = VarMap::new(b);
+    let xs_kept = p.xs_kept.iter().map(|&j| &b.params[nc + nk + j]);
+    inner.add_params(&mut nb, b, b.params[..nc + nk].iter().chain(xs_kept).chain(&p.frontier));
+    inner.add_consts(&mut nb, b);
     for &i in &p.kept {
-        let e = &b.eqns[i];
-        let xs: Vec<Var> = e.inputs.iter().map(|v| at(&inner, v)).collect();
-        let ys = nb.push(e.prim.clone(), &xs, e.loc.clone()).expect("a verified body equation");
-        for (o, n) in e.outputs.iter().zip(ys) {
-            inner[o.index()] = Some(n);
-        }
+        inner.push(&mut nb, &b.eqns[i]);
     }
-    nb.outputs = b.outputs.iter().map(|v| at(&inner, v)).collect();
+    nb.outputs = inner.all(&b.outputs);
     let per_step = |v: &Var| b.var_type(*v).bytes() as u64;
     let results: u64 = p.frontier.iter().map(per_step).sum();
     let largest = p.moved.iter().flat_map(|&i| &b.eqns[i].outputs).map(per_step).max().unwrap_or(0);
@@ -248,27 +221,13 @@ fn emit(
     let (b, nc, nk): (&Function, usize, usize) = (body, *num_consts, *num_carry);
     // One step's moved work as a function of the constants and the xs, batched over the steps.
     let mut step = Function::new();
-    let mut map: Vec<Option<Var>> = vec![None; b.vars.len()];
-    for v in b.params[..nc].iter().chain(&b.params[nc + nk..]) {
-        map[v.index()] = Some(step.add_param(b.var_type(*v).clone()));
-    }
-    let at = |map: &[Option<Var>], v: &Var| map[v.index()].expect("defined before use (SSA)");
+    let mut map = VarMap::new(b);
+    map.add_params(&mut step, b, b.params[..nc].iter().chain(&b.params[nc + nk..]));
     for &i in &p.moved {
-        let e = &b.eqns[i];
-        for v in &e.inputs {
-            if map[v.index()].is_none()
-                && let Some(c) = b.consts.iter().find(|c| c.var == *v)
-            {
-                map[v.index()] = Some(step.add_const(c.value.clone()));
-            }
-        }
-        let xs: Vec<Var> = e.inputs.iter().map(|v| at(&map, v)).collect();
-        let ys = step.push(e.prim.clone(), &xs, e.loc.clone()).expect("a verified body equation");
-        for (o, n) in e.outputs.iter().zip(ys) {
-            map[o.index()] = Some(n);
-        }
+        map.add_consts_read(&mut step, b, &b.eqns[i]);
+        map.push(&mut step, &b.eqns[i]);
     }
-    step.outputs = p.frontier.iter().map(|v| at(&map, v)).collect();
+    step.outputs = map.all(&p.frontier);
     let nx = b.params.len() - nc - nk;
     let in_batched: Vec<bool> = (0..nc + nx).map(|k| k >= nc).collect();
     let (batched, _) =
@@ -289,24 +248,4 @@ fn emit(
         body: Box::new(new_body),
     };
     g.push(scan, &operands, loc).expect("the new scan types as the original").to_vec()
-}
-
-/// Pushes `f`'s equations into `g` with `f`'s parameters bound to `args`; returns its outputs.
-fn inline(g: &mut Function, f: &Function, args: &[Var]) -> Vec<Var> {
-    let mut map: Vec<Option<Var>> = vec![None; f.vars.len()];
-    for (p, a) in f.params.iter().zip(args) {
-        map[p.index()] = Some(*a);
-    }
-    for c in &f.consts {
-        map[c.var.index()] = Some(g.add_const(c.value.clone()));
-    }
-    let at = |map: &[Option<Var>], v: &Var| map[v.index()].expect("defined before use (SSA)");
-    for e in &f.eqns {
-        let xs: Vec<Var> = e.inputs.iter().map(|v| at(&map, v)).collect();
-        let ys = g.push(e.prim.clone(), &xs, e.loc.clone()).expect("a verified batched equation");
-        for (o, n) in e.outputs.iter().zip(ys) {
-            map[o.index()] = Some(n);
-        }
-    }
-    f.outputs.iter().map(|v| at(&map, v)).collect()
 }
