@@ -627,7 +627,7 @@ fn compile_at(
                 freed.push(*v);
             }
         }
-        steps.push(Step { op: d.op, inputs, outputs, scratch, traffic: d.traffic });
+        steps.push(Step::new(d.op, inputs, outputs, scratch, d.traffic));
     }
     let outputs = f
         .outputs
@@ -661,6 +661,7 @@ fn compile_at(
         steps,
         outputs,
         spill,
+        const_ptrs: consts.iter().map(Aligned::ptr).collect(),
         consts,
         arena_bytes: arena.top,
         kernels,
