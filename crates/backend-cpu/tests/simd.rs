@@ -13,7 +13,7 @@ mod common;
 use kiln_backend_cpu::compile;
 use kiln_ir::*;
 
-const SIZES: [usize; 9] = [1, 3, 4, 5, 7, 8, 17, 1000, 1003];
+const SIZES: [usize; 11] = [1, 3, 4, 5, 7, 8, 17, 1000, 1003, 1024, 4099];
 
 /// `n` values of `dt`: every fifth a special (NaN, ±inf, ±0, ±subnormal, huge), the others spread
 /// over [-10, 10) (ints: edge values and small numbers, zero included).

@@ -22,7 +22,8 @@
 //! bool leaf's bytes are widened to such masks as they are loaded.
 //!
 //! Loop shape for one innermost row `[start, end)` (`lo..hi` for a rank-1 output):
-//! - the main loop steps `U·L` elements (unrolled `U`×: [`UNROLL_MAP`], [`UNROLL_REDUCE`]);
+//! - the main loop steps `U·L` elements (unrolled `U`×: [`UNROLL_MAP`], or [`UNROLL_MAP_LONG`] for
+//!   long rows without transcendental tiles; [`UNROLL_REDUCE`]);
 //! - the remainder (`< U·L` elements) runs the scalar `value` code, so results agree bitwise.
 //!
 //! Results are bitwise equal to the interpreter: no FMA contraction; max/min (and reductions'
@@ -86,6 +87,14 @@ pub(super) const TILE: i64 = 256;
 /// elements under `scan`) ×2 runs the forward in 0.97 ms against 1.8 ms (3 alternating rounds,
 /// 2026-11-30), W1 at 10⁶ points 20–27 against 26–45 ms, and W2, W4, W5 within noise.
 pub(super) const UNROLL_MAP: usize = 2;
+/// Unroll factor of elementwise rows of at least [`LONG_ROW`] elements without transcendental
+/// tiles: on a 2-core AVX2 host (minima of alternating runs, one thread, 2026-12-01) W1's stencil
+/// step at N = 4096 ran 0.86–0.87 ms against 0.91–0.94 ms for ×2, W1's gradient 4.8–6.5 against
+/// 6.5–7.0 ms and W5's forward 2.8–3.0 against 3.0–3.3 ms; rows of 10–120 elements (W2) were
+/// no faster with it, and kernels with tiles (W3, W4) were not shown to gain, so they keep ×2.
+pub(super) const UNROLL_MAP_LONG: usize = 4;
+/// See [`UNROLL_MAP_LONG`].
+pub(super) const LONG_ROW: i64 = 1024;
 /// Vector accumulators of an innermost-axis reduction (independent dependency chains).
 pub(super) const UNROLL_REDUCE: usize = 4;
 /// Vectors of a row that a root reduction over outer axes accumulates per pass over the reduced
@@ -408,7 +417,11 @@ impl<'a, 'b> Emitter<'a, 'b> {
                     Prim::Reduce { op, axes } if s.vs.passes == 0 => Some((*op, axes.as_slice())),
                     _ => None,
                 };
-                let want = if grouped.is_some() { REDUCE_COLUMNS } else { UNROLL_MAP };
+                let want = match grouped {
+                    Some(_) => REDUCE_COLUMNS,
+                    None if seg.1 - seg.0 >= LONG_ROW && s.vs.passes == 0 => UNROLL_MAP_LONG,
+                    None => UNROLL_MAP,
+                };
                 let unroll = [want, UNROLL_MAP, 1]
                     .into_iter()
                     .find(|&u| seg.1 - seg.0 >= (u * s.vs.lanes) as i64)
@@ -613,6 +626,7 @@ impl<'a, 'b> Emitter<'a, 'b> {
 #[cfg(test)]
 mod tests {
     use super::super::Jit;
+    use super::{LONG_ROW, UNROLL_MAP, UNROLL_MAP_LONG};
     use kiln_ir::*;
 
     /// The Cranelift IR of the kernel rooted at the last equation of `f`, every other equation inlined.
@@ -658,6 +672,20 @@ mod tests {
         }
         f.outputs.push(v);
         f
+    }
+
+    /// Rows of at least `LONG_ROW` elements without tiles take the ×4 main loop: two more copies
+    /// of the body's vector load than a row just short of it; rows with a transcendental tile
+    /// keep ×2 at any length.
+    #[test]
+    fn long_rows_unroll_four_times() {
+        let loads =
+            |n: usize, ops: &[Prim]| clif(&unary_chain(DType::F32, &[n], ops)).matches("load.f32x4").count();
+        let (long, short) = (LONG_ROW as usize, LONG_ROW as usize - 4);
+        let neg = [Prim::Unary(UnaryOp::Neg)];
+        assert_eq!(loads(long, &neg), loads(short, &neg) + UNROLL_MAP_LONG - UNROLL_MAP);
+        let with_tile = [Prim::Unary(UnaryOp::Exp), Prim::Unary(UnaryOp::Neg)];
+        assert_eq!(loads(4 * long, &with_tile), loads(short, &with_tile));
     }
 
     #[test]
