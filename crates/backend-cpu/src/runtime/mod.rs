@@ -116,7 +116,8 @@ pub(crate) struct Step {
     /// Bytes moved and flops per execution (control flow: the frame's own copies; its bodies are
     /// added by [`Executable::cost_report`]).
     pub(crate) traffic: Traffic,
-    /// `inputs` then `outputs` as [`Slot`]s, for [`Table::fill`].
+    /// `inputs` then `outputs` as [`Slot`]s, for [`Table::fill_slots`]; built by [`Step::new`]
+    /// (no pass changes a step's locations after the plan makes it).
     slots: Box<[Slot]>,
 }
 
@@ -246,6 +247,7 @@ impl Table {
     /// [`Table::fill`] through the step's [`Slot`]s: the same pointers, without a branch per
     /// pointer on its kind.
     fn fill_slots(&mut self, step: &Step, bases: &Bases, extra: &[*mut u8]) {
+        debug_assert_eq!(step.slots.len(), step.inputs.len() + step.outputs.len());
         let ptrs = step.slots.iter().map(|s| bases[s.list][s.index].wrapping_add(s.offset));
         for (slot, p) in self.0.iter_mut().zip(ptrs.chain(extra.iter().copied())) {
             slot.write(p);
@@ -660,7 +662,8 @@ mod tests {
         let outputs = vec![Loc::Arena(16), Loc::Out(0)];
         let op = Op::Kernel { kernel: 0, rows: 1, chunks: 1, row_local: Box::new([]), units: 0 };
         let step = Step::new(op, inputs, outputs, 0, Traffic::default());
-        let flag = [7u8; 1].as_mut_ptr();
+        let mut flag_byte = [7u8; 1];
+        let flag = flag_byte.as_mut_ptr();
         let (mut by_loc, mut by_slot) = (Table::new(), Table::new());
         by_loc.fill(&step, &resolve, &[flag]);
         by_slot.fill_slots(&step, &bases, &[flag]);
