@@ -1,8 +1,9 @@
 //! The debug dump (`KILN_DUMP=<dir>` or [`CompileOptions::dump_dir`](crate::CompileOptions)): per
 //! compiled function, a folder `<dir>/<NNN>-<hash>/` with
 //! * `ir.kir` — the function's text form;
-//! * `plan.txt` — each step (kernels with their root, inlined equations, leaves, output, rows, work
-//!   estimate and whether they run in parallel; runtime steps), buffer offsets and the arena size;
+//! * `plan.txt` — each step (kernels with their symbol — the name a profile shows, see
+//!   `codegen::Jit::symbol` — root, inlined equations, leaves, output, rows, work estimate and
+//!   whether they run in parallel; runtime steps), buffer offsets and the arena size;
 //! * `kernel<k>.clif` — kernel `k`'s Cranelift IR (codegen keeps the text when a dump is asked for);
 //! * one sub-folder per control-flow body (`step<s>-<prim>-<label>/`), with the same files.
 //!
@@ -106,6 +107,7 @@ impl PlanText {
         f: &Function,
         step: usize,
         k: usize,
+        symbol: &str,
         root: usize,
         inlined: &[usize],
         leaves: &[Var],
@@ -114,7 +116,7 @@ impl PlanText {
         chunks: usize,
     ) {
         let o = &mut self.out;
-        let _ = writeln!(o, "step {step}: kernel {k}");
+        let _ = writeln!(o, "step {step}: kernel {k} ({symbol})");
         let _ = writeln!(o, "  root     {}", eqn(f, root));
         for &i in inlined {
             let _ = writeln!(o, "  inlined  {}", eqn(f, i));

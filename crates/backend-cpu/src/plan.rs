@@ -413,7 +413,18 @@ fn compile_at(
                 let segment = matches!(e.prim, Prim::SegmentSum { .. });
                 for (root, inlined, own, work) in &members {
                     if let Some(t) = &mut text {
-                        t.kernel(f, step, handle, *root, inlined, own, rows, work.units, chunks);
+                        t.kernel(
+                            f,
+                            step,
+                            handle,
+                            &jit.symbol(handle),
+                            *root,
+                            inlined,
+                            own,
+                            rows,
+                            work.units,
+                            chunks,
+                        );
                     }
                     let out = bytes(f.var_type(f.eqns[*root].outputs[0]));
                     // Members of a segment group share one loop over the data rows: their leaves

@@ -379,6 +379,33 @@ fn the_dump_holds_the_ir_the_plan_and_the_bodies() {
     assert!(body_plan.contains("kernel 0") && body_plan.contains("root     #"), "{body_plan}");
     assert!(body_plan.contains("inlined  #") && body_plan.contains("arena"), "{body_plan}");
     assert!(std::fs::read_to_string(body.join("ir.kir")).unwrap().contains("sin"));
+    // Each kernel step names its symbol (`kiln<module>_kernel<k>`, as a profile shows it), the
+    // one its Cranelift IR file is headed with.
+    let line = body_plan.lines().find(|l| l.contains(": kernel 0 (")).expect("kernel 0's line");
+    let symbol = line.split('(').nth(1).and_then(|r| r.strip_suffix(')')).expect("a symbol");
+    assert!(symbol.starts_with("kiln") && symbol.ends_with("_kernel0"), "{line}");
+    let clif = std::fs::read_to_string(body.join("kernel0.clif")).unwrap();
+    assert!(clif.starts_with(&format!("; {symbol}:")), "{}", &clif[..clif.len().min(200)]);
+}
+
+/// Two executables' kernels have different symbols (a profile tells them apart).
+#[test]
+fn kernel_symbols_differ_between_executables() {
+    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let first_symbol = |dir: &std::path::Path| {
+        let o = CompileOptions {
+            threads: Some(1),
+            dump_dir: Some(dir.to_path_buf()),
+            min_task_work: None,
+            multi_output: true,
+        };
+        compile_with(&big_scan(1, &[2]), &o).unwrap();
+        let top = std::fs::read_dir(dir).unwrap().next().unwrap().unwrap().path();
+        let plan = std::fs::read_to_string(top.join("step0-scan-body").join("plan.txt")).unwrap();
+        let line = plan.lines().find(|l| l.contains(": kernel 0 (")).expect("kernel 0's line").to_owned();
+        line.split('(').nth(1).unwrap().trim_end_matches(')').to_owned()
+    };
+    assert_ne!(first_symbol(a.path()), first_symbol(b.path()));
 }
 
 #[test]

@@ -81,13 +81,17 @@ pub(crate) fn kernel_table(f: &Function, roots: &[usize], inline: &[Option<usize
     table
 }
 
+/// Numbers the JIT modules of this process, for [`Jit::symbol`].
+static MODULES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
 /// Compiles kernels into one JIT module.
 pub(crate) struct Jit {
     module: JITModule,
     ctx: cranelift_codegen::Context,
     fctx: cranelift_frontend::FunctionBuilderContext,
     pending: Vec<(cranelift_module::FuncId, usize)>,
-    count: usize,
+    /// This module's number in the process (see [`Jit::symbol`]).
+    id: usize,
     /// Whether to keep each kernel's Cranelift IR text (for `KILN_DUMP`).
     dump: bool,
     clif: Vec<String>,
@@ -121,7 +125,7 @@ impl Jit {
             ctx,
             fctx: Default::default(),
             pending: Vec::new(),
-            count: 0,
+            id: MODULES.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             dump,
             clif: Vec::new(),
         })
@@ -210,8 +214,7 @@ impl Jit {
             .map(|(k, _)| k)
             .collect();
         kernel::build(&mut self.module, &mut self.ctx.func, &mut self.fctx, &members, &written_slots)?;
-        let name = format!("kernel{}", self.count);
-        self.count += 1;
+        let name = self.symbol(self.pending.len());
         if self.dump {
             let mut notes = String::new();
             for (&root, c) in roots.iter().zip(&collapsed) {
@@ -239,6 +242,14 @@ impl Jit {
         let handle = self.pending.len();
         self.pending.push((id, handle));
         Ok((handle, table))
+    }
+
+    /// The symbol of the kernel with this handle: `kiln<module>_kernel<handle>`, unique in the
+    /// process, so that a profile (`perf`, through Cranelift's `/tmp/perf-<pid>.map` when
+    /// `PERF_BUILDID_DIR` is set) tells apart the kernels of different executables and scan
+    /// bodies; `KILN_DUMP`'s `plan.txt` names it for each kernel step.
+    pub(crate) fn symbol(&self, handle: usize) -> String {
+        format!("kiln{}_kernel{handle}", self.id)
     }
 
     /// Links everything; returns the kernels' entry points (by handle), the code's owner, and the
