@@ -23,7 +23,7 @@
 //!
 //! Loop shape for one innermost row `[start, end)` (`lo..hi` for a rank-1 output):
 //! - the main loop steps `U·L` elements (unrolled `U`×: [`UNROLL_MAP`], or [`UNROLL_MAP_LONG`] for
-//!   long rows without transcendental tiles; [`UNROLL_REDUCE`]);
+//!   long row segments in kernels without transcendental tiles; [`UNROLL_REDUCE`]);
 //! - the remainder (`< U·L` elements) runs the scalar `value` code, so results agree bitwise.
 //!
 //! Results are bitwise equal to the interpreter: no FMA contraction; max/min (and reductions'
@@ -87,8 +87,9 @@ pub(super) const TILE: i64 = 256;
 /// elements under `scan`) ×2 runs the forward in 0.97 ms against 1.8 ms (3 alternating rounds,
 /// 2026-11-30), W1 at 10⁶ points 20–27 against 26–45 ms, and W2, W4, W5 within noise.
 pub(super) const UNROLL_MAP: usize = 2;
-/// Unroll factor of elementwise rows of at least [`LONG_ROW`] elements without transcendental
-/// tiles: on a 2-core AVX2 host (minima of alternating runs, one thread, 2026-12-01) W1's stencil
+/// Unroll factor of elementwise row segments (rows, or the pieces concatenates and pads cut
+/// them into) of at least [`LONG_ROW`] elements in kernels without transcendental tiles
+/// (transcendentals called lane by lane do not count): on a 2-core AVX2 host (minima of alternating runs, one thread, 2026-12-01) W1's stencil
 /// step at N = 4096 ran 0.86–0.87 ms against 0.91–0.94 ms for ×2, W1's gradient 4.8–6.5 against
 /// 6.5–7.0 ms and W5's forward 2.8–3.0 against 3.0–3.3 ms; rows of 10–120 elements (W2) were
 /// no faster with it, and kernels with tiles (W3, W4) were not shown to gain, so they keep ×2.
@@ -97,6 +98,14 @@ pub(super) const UNROLL_MAP_LONG: usize = 4;
 pub(super) const LONG_ROW: i64 = 1024;
 /// Vector accumulators of an innermost-axis reduction (independent dependency chains).
 pub(super) const UNROLL_REDUCE: usize = 4;
+// `row` rounds a length down to whole steps of `U·L` with a mask, and tiles hold whole steps.
+const _: () = assert!(
+    UNROLL_MAP.is_power_of_two()
+        && UNROLL_MAP_LONG.is_power_of_two()
+        && UNROLL_REDUCE.is_power_of_two()
+        && REDUCE_COLUMNS.is_power_of_two()
+        && TILE % (4 * UNROLL_MAP_LONG as i64) == 0
+);
 /// Vectors of a row that a root reduction over outer axes accumulates per pass over the reduced
 /// rows: 4 × 16 bytes, one cache line of each row. W4's sum over the 1000 steps of `[1000, 1024]`
 /// rewards took 9 % of its forward pass one vector at a time (each row's line fetched four

@@ -117,7 +117,7 @@ pub(crate) struct Step {
     /// added by [`Executable::cost_report`]).
     pub(crate) traffic: Traffic,
     /// `inputs` then `outputs` as [`Slot`]s, for [`Table::fill_slots`]; built by [`Step::new`]
-    /// (no pass changes a step's locations after the plan makes it).
+    /// (no pass changes a step's locations after the plan makes it; debug builds check each fill).
     slots: Box<[Slot]>,
 }
 
@@ -132,7 +132,7 @@ impl Step {
 /// ([`Bases`]: the inputs, the outputs, the constants, the arena) plus `offset` bytes. Filling a
 /// kernel's table by matching on each `Loc` was an unpredictable indirect jump per pointer, a
 /// third of `run_raw`'s own time on W2's 1000-step scan (about 3 % of the whole run).
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 struct Slot {
     list: usize,
     index: usize,
@@ -247,7 +247,7 @@ impl Table {
     /// [`Table::fill`] through the step's [`Slot`]s: the same pointers, without a branch per
     /// pointer on its kind.
     fn fill_slots(&mut self, step: &Step, bases: &Bases, extra: &[*mut u8]) {
-        debug_assert_eq!(step.slots.len(), step.inputs.len() + step.outputs.len());
+        debug_assert!(step.inputs.iter().chain(&step.outputs).map(Slot::of).eq(step.slots.iter().copied()));
         let ptrs = step.slots.iter().map(|s| bases[s.list][s.index].wrapping_add(s.offset));
         for (slot, p) in self.0.iter_mut().zip(ptrs.chain(extra.iter().copied())) {
             slot.write(p);
@@ -263,7 +263,8 @@ impl Table {
 // SAFETY: constants are never written after compilation, kernels are re-entrant (no global state),
 // and each call gets its own arena from the mutex-guarded pool.
 unsafe impl Sync for Executable {}
-// SAFETY: as above; the raw pointers inside `Aligned` point into owned Vecs.
+// SAFETY: as above; `const_ptrs` point into `consts`' heap buffers, owned by this executable and
+// never written or reallocated after compilation.
 unsafe impl Send for Executable {}
 
 /// Why [`Executable::run`] refused its arguments.
