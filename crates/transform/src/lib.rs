@@ -27,6 +27,7 @@ pub mod ad;
 pub mod batching;
 mod dce;
 mod licm;
+mod loop_split;
 mod replay;
 mod scan_constants;
 mod scan_dot_layout;

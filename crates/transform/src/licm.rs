@@ -14,6 +14,7 @@
 //! interpreter. A backend may round float sums differently once a hoisted reduction becomes a
 //! kernel of its own (kiln's vector path reassociates innermost sums within its documented bound).
 
+use crate::loop_split::{Place, split};
 use crate::var_map::{VarMap, rebuild};
 use kiln_ir::{Function, Prim, Var};
 
@@ -128,33 +129,20 @@ fn plan(prim: &Prim) -> Option<Plan> {
         .iter()
         .map(|e| !control_flow(&e.prim) && e.inputs.iter().all(|v| invariant[v.index()]))
         .collect();
-    // Backwards: what the loop reads (kept equations, outputs) and what hoisted equations read.
-    let (mut in_loop, mut before) = (vec![false; b.vars.len()], vec![false; b.vars.len()]);
-    for v in &b.outputs {
-        in_loop[v.index()] = true;
-    }
-    let (mut hoisted, mut kept, mut frontier): (Vec<usize>, Vec<usize>, Vec<Var>) =
-        (Vec::new(), Vec::new(), Vec::new());
-    for (i, e) in b.eqns.iter().enumerate().rev() {
-        let loop_reads = e.outputs.iter().any(|o| in_loop[o.index()]);
-        let hoist_reads = e.outputs.iter().any(|o| before[o.index()]);
-        if !inv_eqn[i] || (loop_reads && !hoist_reads && cheap(&e.prim)) {
-            kept.push(i);
-            e.inputs.iter().for_each(|v| in_loop[v.index()] = true);
-        } else if loop_reads || hoist_reads {
-            hoisted.push(i);
-            e.inputs.iter().for_each(|v| before[v.index()] = true);
-            frontier.extend(e.outputs.iter().filter(|o| in_loop[o.index()]));
+    // An invariant equation leaves the loop unless only the loop reads it and it is cheap.
+    let s = split(b, |i, e, reads| {
+        if !inv_eqn[i] || (reads.by_loop && !reads.before && cheap(&e.prim)) {
+            Place::Loop
+        } else if reads.any() {
+            Place::Before
+        } else {
+            Place::Dropped
         }
-        // Else: dead, dropped.
-    }
-    if frontier.is_empty() {
+    });
+    if s.frontier.is_empty() {
         return None;
     }
-    hoisted.reverse();
-    kept.reverse();
-    frontier.sort_unstable_by_key(|v| v.index());
-    Some(Plan { hoisted, kept, frontier })
+    Some(Plan { hoisted: s.before, kept: s.kept, frontier: s.frontier })
 }
 
 /// Emits the hoisted equations and the new scan into `g`, whose `ins` are the scan's operands;

@@ -23,6 +23,7 @@
 //! path reassociates innermost sums within its documented bound).
 
 use crate::licm::{cheap, control_flow};
+use crate::loop_split::{Place, split};
 use crate::var_map::{VarMap, inline, rebuild};
 use kiln_ir::{Function, Prim, Var};
 
@@ -139,47 +140,29 @@ fn plan(prim: &Prim) -> Option<Plan> {
             }
         }
     }
-    // Backwards: what the loop reads (kept equations, outputs) and what moved equations read.
-    let (mut in_loop, mut before) = (vec![false; b.vars.len()], vec![false; b.vars.len()]);
-    for v in &b.outputs {
-        in_loop[v.index()] = true;
-    }
-    let (mut moved, mut kept, mut frontier): (Vec<usize>, Vec<usize>, Vec<Var>) =
-        (Vec::new(), Vec::new(), Vec::new());
-    for (i, e) in b.eqns.iter().enumerate().rev() {
-        let loop_reads = e.outputs.iter().any(|o| in_loop[o.index()]);
-        let moved_reads = e.outputs.iter().any(|o| before[o.index()]);
+    // Carry-independent work on the xs moves before the loop, unless it is cheap and only the
+    // loop reads it; loop-invariant equations are computed wherever they are read.
+    let s = split(b, |_, e, reads| {
         let is_free = e.outputs.iter().all(|o| free[o.index()]);
         let is_varying = is_free && e.outputs.iter().any(|o| varying[o.index()]);
-        if !is_free || (is_varying && loop_reads && !moved_reads && cheap(&e.prim)) {
-            kept.push(i);
-            e.inputs.iter().for_each(|v| in_loop[v.index()] = true);
+        if !is_free || (is_varying && reads.by_loop && !reads.before && cheap(&e.prim)) {
+            Place::Loop
         } else if !is_varying {
-            // Loop-invariant: wherever it is read, it is computed there.
-            if loop_reads {
-                kept.push(i);
-                e.inputs.iter().for_each(|v| in_loop[v.index()] = true);
-            }
-            if moved_reads {
-                moved.push(i);
-                e.inputs.iter().for_each(|v| before[v.index()] = true);
-            }
-        } else if loop_reads || moved_reads {
-            moved.push(i);
-            e.inputs.iter().for_each(|v| before[v.index()] = true);
-            frontier.extend(e.outputs.iter().filter(|o| in_loop[o.index()]));
+            Place::Both
+        } else if reads.any() {
+            Place::Before
+        } else {
+            Place::Dropped
         }
-        // Else: dead, dropped.
-    }
-    let real_work = moved.iter().any(|&i| varying[b.eqns[i].outputs[0].index()] && !cheap(&b.eqns[i].prim));
-    if frontier.is_empty() || !real_work {
+    });
+    let real_work =
+        s.before.iter().any(|&i| varying[b.eqns[i].outputs[0].index()] && !cheap(&b.eqns[i].prim));
+    if s.frontier.is_empty() || !real_work {
         return None;
     }
-    moved.reverse();
-    kept.reverse();
-    frontier.sort_unstable_by_key(|v| v.index());
-    let xs_kept = (0..b.params.len() - nc - nk).filter(|&j| in_loop[b.params[nc + nk + j].index()]).collect();
-    Some(Plan { moved, kept, frontier, xs_kept })
+    let xs_kept =
+        (0..b.params.len() - nc - nk).filter(|&j| s.in_loop[b.params[nc + nk + j].index()]).collect();
+    Some(Plan { moved: s.before, kept: s.kept, frontier: s.frontier, xs_kept })
 }
 
 /// The scan body after the move (parameters: constants, carries, the `xs` still read, then the
