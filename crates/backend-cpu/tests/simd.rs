@@ -251,6 +251,106 @@ fn remainders_as_overlapping_vectors_are_bitwise() {
     }
 }
 
+/// Lane-invariant values a row's header computes once for all its vectors (`vector::Hoist`), next
+/// to every construct whose walk could reach them differently: a chain with a division broadcast
+/// along the rows, a concatenate and a pad along the last axis (each segment its own header), a
+/// sum over an outer axis whose operand splats a value of the reduced index (computed in the
+/// loop), a rank-0 predicate, and a rank-1 output split over 1-3 threads around a scalar factor.
+#[test]
+fn lane_invariant_values_computed_once_per_row_are_bitwise() {
+    use kiln_backend_cpu::{CompileOptions, compile_with};
+    for dt in [DType::F32, DType::F64, DType::I32] {
+        for n in SIZES {
+            let m = n + 2;
+            let ty = |d: &[usize]| TensorType::new(dt, Shape::new(d));
+            let mut f = Function::new();
+            let x = f.add_param(ty(&[3, n]));
+            let z = f.add_param(ty(&[3]));
+            let u = f.add_param(ty(&[3]));
+            let y = f.add_param(ty(&[4, 3, m]));
+            let q = f.add_param(ty(&[4]));
+            let s = f.add_param(ty(&[]));
+            let v = f.add_param(ty(&[3, n]));
+            let bcast = |f: &mut Function, x: Var, dims: &[usize], bd: Vec<usize>| {
+                push(f, Prim::BroadcastInDim { shape: Shape::new(dims), broadcast_dimensions: bd }, &[x])
+            };
+            // zc = z*z / (z - s), per row.
+            let zz = bin(&mut f, BinaryOp::Mul, z, z);
+            let sb = bcast(&mut f, s, &[3], vec![]);
+            let zs = bin(&mut f, BinaryOp::Sub, z, sb);
+            let zc = bin(&mut f, BinaryOp::Div, zz, zs);
+            // a = concat([x * zc[:, None], u[:, None] (2 columns)], 1)
+            let zcb = bcast(&mut f, zc, &[3, n], vec![0]);
+            let xz = bin(&mut f, BinaryOp::Mul, x, zcb);
+            let ub = bcast(&mut f, u, &[3, 2], vec![0]);
+            let a = push(&mut f, Prim::Concatenate { dimension: 1 }, &[xz, ub]);
+            // b = sum_k y[k] * q[k]
+            let qb = bcast(&mut f, q, &[4, 3, m], vec![0]);
+            let yq = bin(&mut f, BinaryOp::Mul, y, qb);
+            let b = push(&mut f, Prim::Reduce { op: ReduceOp::Sum, axes: vec![0] }, &[yq]);
+            // select(s < 0, a, b) + pad(v, s) * (zc - u)[:, None]
+            let zero = match dt {
+                DType::I32 => f.add_const(Array::scalar(0i32)),
+                DType::F32 => f.add_const(Array::scalar(0.0f32)),
+                _ => f.add_const(Array::scalar(0.0f64)),
+            };
+            let p = push(&mut f, Prim::Compare(CompareOp::Lt), &[s, zero]);
+            let sel = push(&mut f, Prim::Select, &[p, a, b]);
+            let pad =
+                push(&mut f, Prim::Pad { low: vec![0, 1], high: vec![0, 1], interior: vec![0, 0] }, &[v, s]);
+            let zu = bin(&mut f, BinaryOp::Sub, zc, u);
+            let zub = bcast(&mut f, zu, &[3, m], vec![0]);
+            let pz = bin(&mut f, BinaryOp::Mul, pad, zub);
+            let out = bin(&mut f, BinaryOp::Add, sel, pz);
+            f.outputs.push(out);
+            // s of both signs: both arms of the select.
+            let s0 = array(dt, &[], 5);
+            let s1 = eval(&neg_of(dt), &[s0.clone()]).unwrap().remove(0);
+            for s in [s0, s1] {
+                let args = [
+                    array(dt, &[3, n], 0),
+                    array(dt, &[3], 1),
+                    array(dt, &[3], 2),
+                    array(dt, &[4, 3, m], 3),
+                    array(dt, &[4], 4),
+                    s,
+                    array(dt, &[3, n], 6),
+                ];
+                assert_bitwise(&f, &args);
+            }
+            // Rank 1, split over threads: x * (s*s - s).
+            let mut g = Function::new();
+            let x = g.add_param(ty(&[n]));
+            let s = g.add_param(ty(&[]));
+            let ss = bin(&mut g, BinaryOp::Mul, s, s);
+            let c = bin(&mut g, BinaryOp::Sub, ss, s);
+            let cb = bcast(&mut g, c, &[n], vec![]);
+            let out = bin(&mut g, BinaryOp::Mul, x, cb);
+            g.outputs.push(out);
+            let args = [array(dt, &[n], 7), array(dt, &[], 8)];
+            let want = eval(&g, &args).expect("interpreter");
+            for threads in 1..=3 {
+                let o = CompileOptions {
+                    threads: Some(threads),
+                    min_task_work: Some(0),
+                    ..CompileOptions::default()
+                };
+                let got = compile_with(&g, &o).unwrap().run(&args).unwrap();
+                assert!(got[0].bitwise_eq(&want[0]), "{dt} n {n} threads {threads}");
+            }
+        }
+    }
+}
+
+/// `-x` of a rank-0 `dt` (the other sign of a predicate's operand).
+fn neg_of(dt: DType) -> Function {
+    let mut f = Function::new();
+    let x = f.add_param(TensorType::new(dt, Shape::new(&[])));
+    let y = un(&mut f, UnaryOp::Neg, x);
+    f.outputs.push(y);
+    f
+}
+
 /// Bool leaves (a residual mask, as W2's backward step reads) on the vector path: widened from
 /// bytes to lane masks for f32 (4 lanes) and f64 (2 lanes), lane-varying and broadcast along an
 /// outer axis, in selects, logical ops and conversions, next to a transcendental tile.

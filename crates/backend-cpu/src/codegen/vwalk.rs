@@ -3,6 +3,7 @@
 
 use super::check::{Mode, Occ, tile_func};
 use super::kernel::{Emitter, R, mem};
+use super::vector::Hoist;
 use super::{pairwise, scalar};
 use crate::CompileError;
 use crate::vmath::Func;
@@ -29,8 +30,11 @@ impl<'a, 'b> Emitter<'a, 'b> {
                 return Ok(None);
             }
         }
+        let recording = matches!(self.vs.hoist, Hoist::Record(_));
         match self.inline[v.index()] {
-            Some(p) => self.veqn(&f.eqns[p], idx),
+            // The header's walk emits no lane-varying value (see [`Hoist`]).
+            Some(p) => self.veqn(&f.eqns[p], idx).map(|x| x.filter(|_| !recording)),
+            None if recording => Ok(None),
             None => {
                 let dt = f.dtype(v);
                 let dims = f.var_type(v).shape.dims().to_vec();
@@ -70,7 +74,7 @@ impl<'a, 'b> Emitter<'a, 'b> {
     /// a materialized buffer (quaternion components `q[..., k:k+1]` once collapsed), loaded lane by
     /// lane (the check admits strided slices of leaves only).
     fn strided_leaf(&mut self, v: Var, idx: &[Value], stride: i64) -> R<Option<Value>> {
-        if self.vs.pass <= self.vs.passes && !self.vs.needed {
+        if self.vs.pass <= self.vs.passes && !self.vs.needed || matches!(self.vs.hoist, Hoist::Record(_)) {
             return Ok(None);
         }
         let f = self.f;
@@ -110,10 +114,33 @@ impl<'a, 'b> Emitter<'a, 'b> {
         r
     }
 
-    /// The lane-invariant value of `v` at `idx` (scalar path), splatted.
+    /// The lane-invariant value of `v` at `idx` (scalar path), splatted; in a row's loop, the one
+    /// its header computed ([`Hoist`]).
     fn splat_value(&mut self, v: Var, idx: &[Value]) -> R<Value> {
+        if let Hoist::Replay { vals, next } = &mut self.vs.hoist {
+            let x = vals.get(*next).copied().ok_or_else(|| {
+                CompileError::Codegen(
+                    "hoist: a loop walk reached more lane-invariant values than its header".into(),
+                )
+            })?;
+            *next += 1;
+            return Ok(x);
+        }
         let x = self.value(v, idx)?;
-        Ok(self.splat(self.f.dtype(v), x))
+        let x = self.splat(self.f.dtype(v), x);
+        if let Hoist::Record(vals) = &mut self.vs.hoist {
+            vals.push(x);
+        }
+        Ok(x)
+    }
+
+    /// Runs `body` (a reduction's or dot's loop) with hoisting off: its splats depend on the loop
+    /// index. The header's walk skips such loops (`None`).
+    fn unhoisted<T>(&mut self, body: impl FnOnce(&mut Self) -> R<T>) -> R<T> {
+        let saved = std::mem::take(&mut self.vs.hoist);
+        let r = body(self);
+        self.vs.hoist = saved;
+        r
     }
 
     /// Splats a scalar of `dt` (a bool 0/1 becomes a mask).
@@ -410,9 +437,20 @@ impl<'a, 'b> Emitter<'a, 'b> {
         (lb, rb): (&[usize], &[usize]),
         idx: &[Value],
     ) -> R<Option<Value>> {
-        if self.vs.pass <= self.vs.passes && !self.vs.needed {
+        if self.vs.pass <= self.vs.passes && !self.vs.needed || matches!(self.vs.hoist, Hoist::Record(_)) {
             return Ok(None);
         }
+        self.unhoisted(|s| s.vdot_lanes(e, (lc, rc), (lb, rb), idx))
+    }
+
+    /// [`Emitter::vdot`]'s loop over the contracting indices.
+    fn vdot_lanes(
+        &mut self,
+        e: &'a Eqn,
+        (lc, rc): (&[usize], &[usize]),
+        (lb, rb): (&[usize], &[usize]),
+        idx: &[Value],
+    ) -> R<Option<Value>> {
         let f = self.f;
         let (slot, axis) = super::check::dot_lanes(f, e).ok_or_else(|| {
             CompileError::Codegen("a dot_general without lanes reached the vector path".into())
@@ -456,7 +494,11 @@ impl<'a, 'b> Emitter<'a, 'b> {
     /// A lane-varying reduction over non-innermost axes: one accumulator per lane, in the
     /// interpreter's order.
     fn vreduce(&mut self, op: ReduceOp, axes: &[usize], x: Var, idx: &[Value]) -> R<Option<Value>> {
-        Ok(self.vreduce_group(op, axes, x, &[idx.to_vec()])?.pop().flatten())
+        if matches!(self.vs.hoist, Hoist::Record(_)) {
+            return Ok(None);
+        }
+        let idx = [idx.to_vec()];
+        Ok(self.unhoisted(|s| s.vreduce_group(op, axes, x, &idx))?.pop().flatten())
     }
 
     /// [`Emitter::vreduce`] at several lane groups `idxs` (output indices, one vector each) in one
@@ -554,7 +596,11 @@ impl<'a, 'b> Emitter<'a, 'b> {
         let width = self.vs.width as i64;
         match occ.mode {
             Mode::Spill => {
-                let Some(x) = self.vvalue(arg, idx)? else { return Ok(None) };
+                let x = self.vvalue(arg, idx)?;
+                // The header's walk only records the argument's splats.
+                let Some(x) = x.filter(|_| !matches!(self.vs.hoist, Hoist::Record(_))) else {
+                    return Ok(None);
+                };
                 Ok(Some(self.spill_call(k, dt, x)?))
             }
             Mode::Tiled { pass } => {
