@@ -156,7 +156,10 @@ pub(crate) fn backend_compile(f: &Function, opts: &JitOptions) -> Result<Executa
         // hoisted invariants into literals; exact, and no change to the estimates above.
         let (simplified, sunk) = kiln_transform::sink_scan_constants(&simplified);
         let (input, _) = kiln_transform::sink_scan_constants(&live);
-        verdict.push_str(&format!("\n{sunk} literal loop constants sunk into scan bodies"));
+        verdict.push_str(&format!(
+            "\nloop constants sunk into scan bodies: {} by the simplifier, {sunk} after it",
+            report.sunk
+        ));
         if let Some(dir) = &options.dump_dir {
             dump_simplify(dir, &live, &simplified, &report, &verdict);
         }

@@ -6,17 +6,22 @@
 //! gather or segment sum whose indices are constants in range needs no clamp or range check).
 //!
 //! The body's parameter variable becomes its constant variable (same id, same type, same value), so
-//! nothing is renamed; the operand is dropped from the scan. Bodies are treated outer to inner, so a
+//! nothing is renamed; the operand is dropped from the scan. A loop constant that is a literal
+//! scalar broadcast (a mask the simplifier decided from integer ranges, a fill) sinks the same
+//! way as the scalar and a broadcast at the head of the body that defines the parameter's
+//! variable. The simplifier sinks level by level before it simplifies each body, so the body's
+//! rules see these values (`select` on a mask decided true folds). Bodies are treated outer to inner, so a
 //! constant sunk into a body and passed on to an inner scan sinks further. Values are unchanged bit
 //! for bit (every primitive is pure).
 
-use kiln_ir::{ConstDef, Function, Prim};
+use kiln_ir::{Array, ConstDef, Eqn, Function, Prim, Var};
 use std::collections::HashMap;
 use std::sync::Arc;
 
-/// `f` with every scan's loop constants that are literal constants of the enclosing function moved
-/// into the scan's body, in nested scans too; and how many operands moved. A constant no longer
-/// read stays in `f` (run [`crate::dce`] to drop it).
+/// `f` with every scan's loop constants that are literal constants of the enclosing function, or
+/// broadcasts of literal scalars, moved into the scan's body, in nested scans too; and how many
+/// operands moved. A constant (or broadcast) no longer read stays in `f` (run [`crate::dce`] to
+/// drop it).
 ///
 /// ```
 /// use kiln_ir::{Array, BinaryOp, DType, Function, Prim, TensorType, eval};
@@ -41,27 +46,65 @@ use std::sync::Arc;
 /// ```
 pub fn sink_scan_constants(f: &Function) -> (Function, usize) {
     let mut moved = 0;
-    let g = sink(f, &mut moved);
+    let g = sink(f, &mut moved, true);
     (g, moved)
 }
 
-fn sink(f: &Function, moved: &mut usize) -> Function {
+/// [`sink_scan_constants`] for the scans of `f` itself, not those inside their bodies: the
+/// simplifier sinks level by level, simplifying each body after what it received.
+pub(crate) fn sink_one_level(f: &Function) -> (Function, usize) {
+    let mut moved = 0;
+    let g = sink(f, &mut moved, false);
+    (g, moved)
+}
+
+/// What a loop constant is in the enclosing function: a literal, or a literal scalar broadcast
+/// (a mask the simplifier decided, a zero fill), which the body recomputes from the scalar.
+enum Known<'f> {
+    Literal(&'f Arc<Array>),
+    Splat(&'f Prim, &'f Arc<Array>),
+}
+
+fn sink(f: &Function, moved: &mut usize, recurse: bool) -> Function {
     let literal: HashMap<_, &Arc<_>> = f.consts.iter().map(|c| (c.var, &c.value)).collect();
+    let mut known: HashMap<Var, Known> = literal.iter().map(|(&v, &a)| (v, Known::Literal(a))).collect();
+    for e in &f.eqns {
+        if let (Prim::BroadcastInDim { .. }, [x]) = (&e.prim, e.inputs.as_slice())
+            && let Some(a) = literal.get(x).filter(|a| a.ty().rank() == 0)
+        {
+            known.insert(e.outputs[0], Known::Splat(&e.prim, a));
+        }
+    }
     let mut g = f.clone();
     for e in &mut g.eqns {
         if let Prim::Scan { num_consts, body, .. } = &mut e.prim {
             let sinkable: Vec<usize> =
-                (0..*num_consts).filter(|&k| literal.contains_key(&e.inputs[k])).collect();
+                (0..*num_consts).filter(|&k| known.contains_key(&e.inputs[k])).collect();
+            let mut splats = Vec::new();
             for &k in sinkable.iter().rev() {
                 let var = body.params.remove(k);
-                let value = Arc::clone(literal[&e.inputs[k]]);
-                body.consts.push(ConstDef { var, value });
+                match known[&e.inputs[k]] {
+                    Known::Literal(value) => body.consts.push(ConstDef { var, value: Arc::clone(value) }),
+                    Known::Splat(prim, value) => {
+                        let scalar = body.add_const(Arc::clone(value));
+                        let loc = None;
+                        splats.push(Eqn {
+                            prim: prim.clone(),
+                            inputs: std::iter::once(scalar).collect(),
+                            outputs: std::iter::once(var).collect(),
+                            loc,
+                        });
+                    }
+                }
                 e.inputs.remove(k);
             }
+            body.eqns.splice(0..0, splats);
             *num_consts -= sinkable.len();
             *moved += sinkable.len();
         }
-        e.prim = e.prim.map_subfunctions(|sub| sink(sub, moved));
+        if recurse {
+            e.prim = e.prim.map_subfunctions(|sub| sink(sub, moved, true));
+        }
     }
     g
 }
@@ -70,6 +113,38 @@ fn sink(f: &Function, moved: &mut usize) -> Function {
 mod tests {
     use super::*;
     use kiln_ir::{Array, BinaryOp, DType, IndexMode, ReduceOp, Shape, TensorType, eval, verify};
+
+    /// A loop constant that is a literal scalar broadcast (what the simplifier makes of a mask it
+    /// decided) sinks as the scalar and a broadcast at the head of the body; values unchanged.
+    #[test]
+    fn a_broadcast_of_a_literal_scalar_sinks_as_a_broadcast_in_the_body() {
+        let ty = TensorType::new(DType::F32, [3]);
+        let mut body = Function::new();
+        let k = body.add_param(ty.clone());
+        let c = body.add_param(ty.clone());
+        body.outputs = body.push(Prim::Binary(BinaryOp::Mul), &[c, k], None).unwrap().to_vec();
+        let mut f = Function::new();
+        let x = f.add_param(ty);
+        let half = f.add_const(Array::scalar(-0.5f32));
+        let bcast = Prim::BroadcastInDim { shape: Shape::from([3]), broadcast_dimensions: vec![] };
+        let kb = f.push(bcast, &[half], None).unwrap()[0];
+        let scan =
+            Prim::Scan { length: 4, reverse: false, num_consts: 1, num_carry: 1, body: Box::new(body) };
+        f.outputs = f.push(scan, &[kb, x], None).unwrap().to_vec();
+        let (g, moved) = sink_scan_constants(&f);
+        assert_eq!(moved, 1);
+        verify(&g).unwrap();
+        let Prim::Scan { num_consts: 0, body, .. } = &g.eqns[1].prim else { panic!("the scan kept it: {g}") };
+        assert_eq!(
+            (body.params.len(), body.consts.len(), body.eqns[0].prim.name()),
+            (1, 1, "broadcast_in_dim")
+        );
+        let args = [Array::from_vec(&[3], vec![16.0f32, -0.0, f32::NAN])];
+        let (a, b) = (eval(&f, &args).unwrap(), eval(&g, &args).unwrap());
+        assert!(a[0].bitwise_eq(&b[0]));
+        // Four steps of x·(-0.5): 16 → 1, -0.0 → -0.0 (NaN stays NaN).
+        assert_eq!(b[0].to_vec::<f32>().unwrap()[..2], [1.0, -0.0]);
+    }
 
     /// A scan whose body gathers from its carry with a literal index array of the outer program,
     /// inside an outer scan that passes the literal on: both levels sink it, the values stay.

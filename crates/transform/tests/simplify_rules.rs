@@ -207,6 +207,85 @@ fn select_const_on_a_comparison_decided_by_ranges() {
     does_not_fire("select_const", &unknown, false);
 }
 
+/// A mask decided everywhere by integer ranges is a broadcast constant: `0 <= e && e < 40` on
+/// ids in range is all true, `e < 0 || e >= 40` all false and its `not` all true (the masks of a
+/// segment sum's transpose); with ids out of range (or unknown) nothing is decided.
+#[test]
+fn decided_by_range_and_not_undecided() {
+    let masks = |ids: &str| {
+        format!(
+            "{{ lambda q:i32[6] ; e:i32[6] = {ids}, z:i32[] = 0, n:i32[] = 40 . let
+                zb:i32[6] = broadcast_in_dim[shape=(6,) broadcast_dimensions=()] z
+                nb:i32[6] = broadcast_in_dim[shape=(6,) broadcast_dimensions=()] n
+                p:bool[6] = ge e zb
+                r:bool[6] = lt e nb
+                inside:bool[6] = and p r
+                below:bool[6] = lt e zb
+                above:bool[6] = ge e nb
+                outside:bool[6] = or below above
+                ok:bool[6] = not outside
+              in (inside, outside, ok) }}"
+        )
+    };
+    let g = fires("decided_by_range", &masks("[0, 5, 39, 7, 1, 0]"));
+    assert!(g.eqns.iter().all(|e| e.prim.name() == "broadcast_in_dim"), "{g}");
+    let want = [true, false, true].map(|b| kiln_ir::Array::from_vec(&[6], vec![b; 6]));
+    let got = kiln_ir::eval(&g, &[kiln_ir::Array::from_vec(&[6], vec![0i32; 6])]).unwrap();
+    assert!(got.iter().zip(&want).all(|(g, w)| g.bitwise_eq(w)), "{got:?}");
+    does_not_fire("decided_by_range", &masks("[0, 5, 40, 7, -1, 0]"), false);
+    let unknown = masks("[0, 5, 39, 7, 1, 0]").replace(" e zb", " q zb").replace(" e nb", " q nb");
+    does_not_fire("decided_by_range", &unknown, false);
+}
+
+/// `clamp(0, e, 39)` of constant ids in `[0, 39]` is `e`; one id out of range (or a lower bound
+/// above some id) keeps the clamp.
+#[test]
+fn clamp_in_range_and_not_out_of_range() {
+    let prog = |ids: &str, lo: i32| {
+        format!(
+            "{{ lambda x:f32[40,2] ; e:i32[6] = {ids}, lo:i32[] = {lo}, hi:i32[] = 39 . let
+                c:i32[6] = clamp lo e hi
+                g:f32[6,2] = gather[axis=0 batch_dims=0 mode=clip] x c
+              in (g) }}"
+        )
+    };
+    let g = fires("clamp_in_range", &prog("[0, 5, 39, 7, 1, 0]", 0));
+    assert!(g.eqns.iter().all(|e| e.prim.name() != "clamp"), "{g}");
+    does_not_fire("clamp_in_range", &prog("[0, 5, 40, 7, 1, 0]", 0), false);
+    does_not_fire("clamp_in_range", &prog("[0, 5, 39, 7, 1, 0]", 1), false);
+}
+
+/// A loop constant the enclosing program decides (the in-range mask of constant spring ends, as
+/// in W2's backward step) sinks into the scan body as a broadcast constant before the body is
+/// simplified, and the body's `select` on it folds: the enclosing function is simplified first.
+#[test]
+fn a_decided_loop_constant_sinks_and_folds_the_bodys_select() {
+    let (f, g, report) = run(
+        "{ lambda x:f32[6] ; e:i32[6] = [0, 5, 39, 7, 1, 0], z:i32[] = 0, n:i32[] = 40 . let
+            zb:i32[6] = broadcast_in_dim[shape=(6,) broadcast_dimensions=()] z
+            nb:i32[6] = broadcast_in_dim[shape=(6,) broadcast_dimensions=()] n
+            p:bool[6] = ge e zb
+            r:bool[6] = lt e nb
+            m:bool[6] = and p r
+            y:f32[6] ys:f32[3,6] = scan[length=3 reverse=false num_consts=1 num_carry=1 body={ lambda mm:bool[6] c:f32[6] ; h:f32[] = 0.0 . let
+                hb:f32[6] = broadcast_in_dim[shape=(6,) broadcast_dimensions=()] h
+                s:f32[6] = select mm c hb
+                t:f32[6] = sin s
+              in (t, s) }] m x
+          in (y, ys) }",
+        false,
+    );
+    let scan = g.eqns.iter().find(|e| e.prim.name() == "scan").expect("scan");
+    let body = &scan.prim.subfunctions()[0];
+    assert!(body.eqns.iter().all(|e| e.prim.name() != "select"), "{g}");
+    assert_eq!(scan.inputs.len(), 1, "the mask is no longer an operand: {g}");
+    assert!(
+        report.regions.iter().any(|r| r.name.contains("body") && r.fired.contains_key("select_const")),
+        "{report}"
+    );
+    assert_same_values(&f, &g);
+}
+
 /// Ranges the analysis must not claim (found by review): a conversion to u32 of negative values
 /// (huge unsigned ones) or to bool (`x != 0`, not `x`), an integer clamp whose lower bound exceeds
 /// its upper one (the result is the upper), and a clipped gather from an empty axis (the fill
@@ -808,7 +887,8 @@ fn subfunctions_are_simplified_as_their_own_regions() {
           in (b, c) }",
         false,
     );
-    assert!(report.regions.len() == 2 && report.regions[0].name.contains("body"), "{report}");
+    // The enclosing function first (its loop constants may sink into the body), then the body.
+    assert!(report.regions.len() == 2 && report.regions[1].name.contains("body"), "{report}");
     assert_eq!(report.fired("neg_neg"), 1);
     let body = &g.eqns[0].prim.subfunctions()[0];
     assert_eq!(body.eqns.len(), 1, "{g}");

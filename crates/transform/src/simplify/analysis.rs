@@ -346,6 +346,11 @@ fn decided(op: CompareOp, a: Option<(i64, i64)>, b: Option<(i64, i64)>) -> Optio
     }
 }
 
+/// A bool every element of which is `v` (0 or 1).
+fn decided_bool(v: i64) -> Facts {
+    Facts { not_nan: true, finite: true, sign_clear: true, small: true, int_range: Some((v, v)) }
+}
+
 /// The facts of a single-result primitive's value from its operands' (an exhaustive table).
 fn transfer(prim: &Prim, args: &[&ClassData], ty: &TensorType) -> Facts {
     let none = Facts::default();
@@ -399,8 +404,12 @@ fn transfer(prim: &Prim, args: &[&ClassData], ty: &TensorType) -> Facts {
                 | UnaryOp::Log1p
                 | UnaryOp::Rsqrt
                 | UnaryOp::ErfInv
-                | UnaryOp::IsFinite
-                | UnaryOp::Not => none,
+                | UnaryOp::IsFinite => none,
+                // Logical not of a bool decided everywhere (an in-range check of constant ids).
+                UnaryOp::Not => match x.int_range {
+                    Some((v, w)) if ty.dtype == DType::Bool && v == w => decided_bool(1 - v),
+                    _ => none,
+                },
             }
         }
         Prim::Binary(op) => {
@@ -439,6 +448,19 @@ fn transfer(prim: &Prim, args: &[&ClassData], ty: &TensorType) -> Facts {
                     small: a.small && b.small,
                     int_range: range_op(a.int_range, b.int_range, i64::min),
                 },
+                // Bools decided everywhere: `0 <= i && i < n` on ids in range (the transpose of a
+                // segment sum masks by it).
+                BinaryOp::And | BinaryOp::Or if ty.dtype == DType::Bool => {
+                    let (x, y) = (a.int_range, b.int_range);
+                    let (absorbing, neutral) = if *op == BinaryOp::And { (0, 1) } else { (1, 0) };
+                    if x == Some((absorbing, absorbing)) || y == Some((absorbing, absorbing)) {
+                        decided_bool(absorbing)
+                    } else if x == Some((neutral, neutral)) && y == Some((neutral, neutral)) {
+                        decided_bool(neutral)
+                    } else {
+                        none
+                    }
+                }
                 BinaryOp::Sub
                 | BinaryOp::Div
                 | BinaryOp::Rem
@@ -528,9 +550,7 @@ fn transfer(prim: &Prim, args: &[&ClassData], ty: &TensorType) -> Facts {
             }
         }
         Prim::Compare(op) => match decided(*op, f(0).int_range, f(1).int_range) {
-            Some(v) => {
-                Facts { not_nan: true, finite: true, sign_clear: true, small: true, int_range: Some((v, v)) }
-            }
+            Some(v) => decided_bool(v),
             None => none,
         },
         Prim::Clamp

@@ -136,6 +136,8 @@ pub struct SimplifyReport {
     pub regions: Vec<RegionReport>,
     /// Total time of the call.
     pub time: Duration,
+    /// Loop constants sunk into scan bodies between a function's regions and its bodies'.
+    pub sunk: usize,
 }
 
 impl SimplifyReport {
@@ -158,7 +160,13 @@ impl SimplifyReport {
 
 impl fmt::Display for SimplifyReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(f, "simplify: {} regions in {:.3} ms", self.regions.len(), self.time.as_secs_f64() * 1e3)?;
+        writeln!(
+            f,
+            "simplify: {} regions in {:.3} ms, {} loop constants sunk into scan bodies",
+            self.regions.len(),
+            self.time.as_secs_f64() * 1e3,
+            self.sunk
+        )?;
         for r in &self.regions {
             writeln!(
                 f,
@@ -189,6 +197,11 @@ impl fmt::Display for SimplifyReport {
 /// bitwise equal to `f` (NaN as NaN); with `opts.fast_math` float results may differ in the last bits
 /// and on special values. Dead equations are dropped on the way.
 ///
+/// A function is simplified before the bodies of its scans (and other control flow): the loop
+/// constants it leaves literal, or broadcasts of a literal scalar, then sink into the bodies
+/// ([`crate::sink_scan_constants`], exact), so that each body is simplified knowing them. The
+/// report lists the enclosing function's regions before its bodies'.
+///
 /// # Panics
 /// Only on a kiln bug: `f` must be a verified function.
 pub fn simplify(f: &Function, opts: &SimplifyOptions) -> (Function, SimplifyReport) {
@@ -206,21 +219,10 @@ fn simplify_body(
     pass_deadline: Instant,
     report: &mut SimplifyReport,
 ) -> Function {
-    // Sub-functions first, each its own set of regions.
-    let eqns: Vec<kiln_ir::Eqn> = f
-        .eqns
-        .iter()
-        .enumerate()
-        .map(|(i, e)| {
-            let mut e = e.clone();
-            let roles: Vec<String> = e.prim.named_subfunctions().into_iter().map(|(r, _)| r).collect();
-            for (sub, role) in e.prim.subfunctions_mut().into_iter().zip(roles) {
-                *sub = simplify_body(sub, opts, &format!("{name}/eqn {i} {role}"), pass_deadline, report);
-            }
-            e
-        })
-        .collect();
-
+    // This function's regions first, sub-functions opaque; then the loop constants they proved
+    // literal or uniform (an in-range mask decided by `decided_by_range`) sink into the scan
+    // bodies, and each sub-function is simplified with what it received.
+    let eqns = &f.eqns;
     let mut last_use = vec![0usize; f.vars.len()];
     for (i, e) in eqns.iter().enumerate() {
         for v in &e.inputs {
@@ -253,6 +255,15 @@ fn simplify_body(
     let mut w = region::Writer { out: &mut out, map: &mut map, const_vars: &mut const_vars, consts: &consts };
     let outputs: Vec<Var> = f.outputs.iter().map(|v| w.var(*v)).collect();
     out.outputs = outputs;
+    let (out, sunk) = crate::scan_constants::sink_one_level(&out);
+    report.sunk += sunk;
+    let mut out = if sunk > 0 { crate::dce(&out) } else { out };
+    for (i, e) in out.eqns.iter_mut().enumerate() {
+        let roles: Vec<String> = e.prim.named_subfunctions().into_iter().map(|(r, _)| r).collect();
+        for (sub, role) in e.prim.subfunctions_mut().into_iter().zip(roles) {
+            *sub = simplify_body(sub, opts, &format!("{name}/eqn {i} {role}"), pass_deadline, report);
+        }
+    }
     out
 }
 

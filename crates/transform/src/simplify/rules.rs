@@ -59,6 +59,8 @@ pub const RULES: &[Rule] = &[
     rule!(max_min_self, false),
     rule!(select_same, false),
     rule!(select_const, false),
+    rule!(decided_by_range, false),
+    rule!(clamp_in_range, false),
     rule!(select_of_select, false),
     rule!(and_or_self, false),
     rule!(abs_non_negative, false),
@@ -298,6 +300,36 @@ fn select_const(ctx: &Ctx, _: Id, node: &Node) -> Option<Term> {
         }
         _ => None,
     }
+}
+
+/// An integer or bool value the analysis proves to be one number `k` everywhere (a comparison or a
+/// logical combination of comparisons decided by integer ranges: `0 <= i && i < n` on ids in
+/// range, the mask of a segment sum's transpose) → `k` broadcast. Exact. As a broadcast of a
+/// constant it reaches a loop body as a constant ([`crate::sink_scan_constants`]), where the
+/// selects it masks fold away ([`select_const`]).
+fn decided_by_range(ctx: &Ctx, id: Id, node: &Node) -> Option<Term> {
+    op(node, ctx.g)?;
+    let t = ty(ctx.g, id);
+    let data = &ctx.g[id].data;
+    if t.dtype.is_float() || !data.is_value() || data.uniform.is_some() {
+        return None;
+    }
+    match data.facts.int_range? {
+        (lo, hi) if lo == hi => Some(splat(scalar(t.dtype, lo as f64), t)),
+        _ => None,
+    }
+}
+
+/// `clamp(lo, x, hi) → x` for integers the analysis proves inside the bounds (`lo ≤ x ≤ hi`
+/// everywhere): JAX's index clamp on ids in range. Exact.
+fn clamp_in_range(ctx: &Ctx, id: Id, node: &Node) -> Option<Term> {
+    let (Prim::Clamp, [lo, x, hi]) = op(node, ctx.g)? else { return None };
+    if ty(ctx.g, id).dtype.is_float() {
+        return None;
+    }
+    let range = |c: &Id| ctx.g[*c].data.facts.int_range;
+    let (lo_r, x_r, hi_r) = (range(lo)?, range(x)?, range(hi)?);
+    (lo_r.1 <= x_r.0 && x_r.1 <= hi_r.0).then_some(Term::Class(*x))
 }
 
 /// `select(p, select(p, a, b), c) → select(p, a, c)` and `select(p, a, select(p, b, c)) →
