@@ -70,6 +70,24 @@ fn a_member_reads_an_earlier_members_output_at_its_own_row() {
     assert_eq!(kernels(src, &[f32s(&[50, 4], 3), f32s(&[50, 4], 4)]), (4, 1));
 }
 
+/// W2's spring step: `d = x[b] - x[a]` gathered at constant spring ends (rows of 2, scalar
+/// members in one row loop), then members reading `d` at their own row straight, squared and
+/// summed, and reversed along the row: later members take `d`'s elements from registers where the
+/// codegen knows them (`Known` in `codegen/kernel.rs`), with the same bits.
+#[test]
+fn members_reusing_an_earlier_members_elements_in_registers_are_bitwise() {
+    let src = "{ lambda x:f32[8,2] ; a:i32[12] = [0, 1, 2, 3, 4, 5, 6, 0, 1, 2, 3, 4], b:i32[12] = [1, 2, 3, 4, 5, 6, 7, 2, 3, 4, 5, 6] . let
+        g1:f32[12,2] = gather[axis=0 batch_dims=0 mode=clip] x b
+        g0:f32[12,2] = gather[axis=0 batch_dims=0 mode=clip] x a
+        d:f32[12,2] = sub g1 g0
+        dd:f32[12,2] = mul d d
+        l:f32[12] = reduce_sum[axes=(1,)] dd
+        r:f32[12,2] = rev[dimensions=(1,)] d
+        q:f32[12,2] = mul r d
+      in (d, l, q) }";
+    assert_eq!(kernels(src, &[f32s(&[8, 2], 12)]), (3, 1));
+}
+
 #[test]
 fn reads_of_other_rows_keep_kernels_apart() {
     // `b` reads `a` reversed along the rows and `c` reads it transposed: a task computing rows

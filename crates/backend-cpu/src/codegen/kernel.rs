@@ -4,8 +4,9 @@
 use super::{pairwise, scalar};
 use crate::CompileError;
 use cranelift_codegen::ir::{
-    AbiParam, AliasRegion, AliasRegionData, FuncRef, Function as ClifFunction, InstBuilder, InstructionData,
-    MemFlagsData, Opcode, StackSlotData, StackSlotKind, Type, Value, ValueDef, condcodes::IntCC, types,
+    AbiParam, AliasRegion, AliasRegionData, Block, FuncRef, Function as ClifFunction, InstBuilder,
+    InstructionData, MemFlagsData, Opcode, StackSlotData, StackSlotKind, Type, Value, ValueDef,
+    condcodes::IntCC, types,
 };
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
 use cranelift_jit::JITModule;
@@ -199,6 +200,7 @@ pub(super) fn build(
             vs: super::vector::VState::default(),
             unrolled: 1,
             const_ranges: HashMap::new(),
+            known_elems: None,
         };
         let e = &m.f.eqns[m.root];
         let out_ty = m.f.var_type(e.outputs[0]).clone();
@@ -343,6 +345,48 @@ pub(super) struct Emitter<'a, 'b> {
     pub(super) unrolled: usize,
     /// The value range of each constant index array asked about ([`Emitter::indices_within`]).
     const_ranges: HashMap<Var, Option<(i64, i64)>>,
+    /// Elements of buffers known in the block being emitted ([`Known`]), inside a row group.
+    known_elems: Option<Known>,
+}
+
+/// Inside a run of scalar members ([`Emitter::row_group`]), the elements already in registers in
+/// the block being emitted: each member's stored results (a later member reads an earlier member's
+/// output at its own row: W2's `reduce_sum(d * d)` after `d = x[b] - x[a]`) and every leaf
+/// element loaded (`d * d` loads each element once). Keyed by variable and index (constant
+/// indices by value, others by SSA value); entries of another block are dropped, so an entry is
+/// only used after where it was made in the same block. A store to a variable forgets its entries
+/// at indices that may name the same element (all but those differing in a constant index); within a group, every store to an earlier
+/// member's output precedes the later members' loads of it, and inputs are never stored to.
+#[derive(Default)]
+struct Known {
+    block: Option<Block>,
+    elems: HashMap<(Var, Vec<IdxKey>), Value>,
+}
+
+impl Known {
+    /// The entries of `block` (all others dropped).
+    fn at(&mut self, block: Option<Block>) -> &mut HashMap<(Var, Vec<IdxKey>), Value> {
+        if self.block != block {
+            self.block = block;
+            self.elems.clear();
+        }
+        &mut self.elems
+    }
+}
+
+/// One index of a [`Known`] element: a compile-time constant, or an SSA value.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+enum IdxKey {
+    Const(i64),
+    Value(Value),
+}
+
+impl IdxKey {
+    /// Whether two multi-indices surely name different elements: different constants somewhere
+    /// (`d[r, 0]` and `d[r, 1]`); SSA values may be equal at run time.
+    fn distinct(a: &[IdxKey], b: &[IdxKey]) -> bool {
+        a.iter().zip(b).any(|(x, y)| matches!((x, y), (IdxKey::Const(p), IdxKey::Const(q)) if p != q))
+    }
 }
 
 pub(super) type Body<'x, 'a, 'b> = dyn FnMut(&mut Emitter<'a, 'b>, &[Value]) -> R<()> + 'x;
@@ -559,23 +603,35 @@ impl<'a, 'b> Emitter<'a, 'b> {
     }
 
     /// The one loop of a run of scalar members (see [`row_runs`]): for each row `r` in `[lo, hi)`,
-    /// each member's elements `[r, ..]` in turn, computed and stored as its own loop nest would.
+    /// each member's elements `[r, ..]` in turn, computed and stored as its own loop nest would;
+    /// elements already in registers in the same block are reused ([`Known`]).
     fn row_group(&mut self, outs: &[(&'a Eqn, Value)], lo: Value, hi: Value) -> R<()> {
         let f = self.f;
-        self.for_range_from(lo, hi, &mut |s, r| {
+        self.known_elems = Some(Known::default());
+        let r = self.for_range_from(lo, hi, &mut |s, r| {
             for &(e, base) in outs {
-                let ty = f.var_type(e.outputs[0]);
+                let out = e.outputs[0];
+                let ty = f.var_type(out);
                 let dims = ty.shape.dims().to_vec();
                 let mut prefix = vec![r];
                 s.nest(&dims, &mut prefix, true, &mut |s, idx| {
                     let v = s.eqn_value(e, idx)?;
                     let off = s.offset(&dims, idx);
                     s.store(ty.dtype, base, off, v);
+                    let key = s.idx_key(idx);
+                    let block = s.b.current_block();
+                    if let Some(known) = &mut s.known_elems {
+                        let elems = known.at(block);
+                        elems.retain(|(var, k), _| *var != out || IdxKey::distinct(k, &key));
+                        elems.insert((out, key), v);
+                    }
                     Ok(())
                 })?;
             }
             Ok(())
-        })
+        });
+        self.known_elems = None;
+        r
     }
 
     /// `body(i, n)` over `[lo, hi)` in groups: `n = unroll` elements from `i` while a whole group
@@ -923,12 +979,28 @@ impl<'a, 'b> Emitter<'a, 'b> {
             Some(p) => self.eqn_value(&f.eqns[p], idx),
             None if self.f.var_type(v).rank() == 0 => Ok(self.scalars[&v]),
             None => {
+                let key = self.known_elems.is_some().then(|| (v, self.idx_key(idx)));
+                let block = self.b.current_block();
+                if let (Some(key), Some(known)) = (&key, &mut self.known_elems)
+                    && let Some(&x) = known.at(block).get(key)
+                {
+                    return Ok(x);
+                }
                 let base = self.bases[&v];
                 let dims = f.var_type(v).shape.dims().to_vec();
                 let off = self.offset(&dims, idx);
-                Ok(self.load(f.dtype(v), base, off))
+                let x = self.load(f.dtype(v), base, off);
+                if let (Some(key), Some(known)) = (key, &mut self.known_elems) {
+                    known.at(block).insert(key, x);
+                }
+                Ok(x)
             }
         }
+    }
+
+    /// The [`Known`] key of a multi-index.
+    fn idx_key(&self, idx: &[Value]) -> Vec<IdxKey> {
+        idx.iter().map(|&i| self.known(i).map_or(IdxKey::Value(i), IdxKey::Const)).collect()
     }
 
     /// Like [`Emitter::value`], but a rank-0 operand is broadcast (select's predicate, clamp's bounds).
@@ -1502,5 +1574,43 @@ impl<'a, 'b> Emitter<'a, 'b> {
             && lt.inputs[0] == o
             && self.int_scalar(lt.inputs[1]) == Some(0);
         wraps.then_some(o)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::Jit;
+    use kiln_ir::*;
+
+    /// W2's spring step as one row group: `d = x[b] - x[a]` (rows of 2), then `|d|² =
+    /// reduce_sum(d * d)` reading `d` at its own row. The second member takes both elements of `d`
+    /// from the first member's registers ([`super::Known`]): no load from the output region, and
+    /// each gathered element and index is loaded once.
+    #[test]
+    fn a_row_group_reuses_stored_and_loaded_elements_in_registers() {
+        let mut f = Function::new();
+        let x = f.add_param(TensorType::new(DType::F32, Shape::new(&[8, 2])));
+        // Spring ends: constants in range, so the gathers need no clamp (no branch, one block).
+        let ia = f.add_const(Array::from_vec(&[12], vec![0i32, 1, 2, 3, 4, 5, 6, 0, 1, 2, 3, 4]));
+        let ib = f.add_const(Array::from_vec(&[12], vec![1i32, 2, 3, 4, 5, 6, 7, 2, 3, 4, 5, 6]));
+        let gather = Prim::Gather { axis: 0, batch_dims: 0, mode: IndexMode::Clip };
+        let g1 = f.push(gather.clone(), &[x, ib], None).unwrap()[0];
+        let g0 = f.push(gather, &[x, ia], None).unwrap()[0];
+        let d = f.push(Prim::Binary(BinaryOp::Sub), &[g1, g0], None).unwrap()[0];
+        let dd = f.push(Prim::Binary(BinaryOp::Mul), &[d, d], None).unwrap()[0];
+        let l = f.push(Prim::Reduce { op: ReduceOp::Sum, axes: vec![1] }, &[dd], None).unwrap()[0];
+        f.outputs.extend([d, l]);
+        let mut inline = vec![None; f.vars.len()];
+        for (var, eqn) in [(g1, 0), (g0, 1), (dd, 3)] {
+            inline[var.index()] = Some(eqn);
+        }
+        let mut jit = Jit::new_with_dump(true).unwrap();
+        jit.kernel(&f, &[2, 4], &inline, &|v| v).unwrap();
+        let (_, _, text) = jit.finish().unwrap();
+        let ir = text[0].split("; machine code").next().unwrap();
+        let loads = |what: &str| ir.lines().filter(|l| l.contains(what)).count();
+        assert_eq!(loads("load.f32 notrap region1"), 0, "{ir}");
+        assert_eq!(loads("load.f32 notrap region0"), 4, "{ir}");
+        assert_eq!(loads("load.i32 notrap region0"), 2, "{ir}");
     }
 }
