@@ -9,8 +9,9 @@
 //! nothing is renamed; the operand is dropped from the scan. A loop constant that is a literal
 //! scalar broadcast (a mask the simplifier decided from integer ranges, a fill) sinks the same
 //! way as the scalar and a broadcast at the head of the body that defines the parameter's
-//! variable. The simplifier sinks level by level before it simplifies each body, so the body's
-//! rules see these values (`select` on a mask decided true folds). Bodies are treated outer to inner, so a
+//! variable. The simplifier sinks level by level before it simplifies each scan body, so the
+//! body's rules see these values (`select` on a mask decided true folds); `while_loop` and `cond`
+//! bodies are simplified after their enclosing function too, but nothing sinks into them. Bodies are treated outer to inner, so a
 //! constant sunk into a body and passed on to an inner scan sinks further. Values are unchanged bit
 //! for bit (every primitive is pure).
 

@@ -237,6 +237,29 @@ fn decided_by_range_and_not_undecided() {
     does_not_fire("decided_by_range", &unknown, false);
 }
 
+/// `-clamp(m, p, m)` with `m = i32::MIN` wraps to `i32::MIN`, whichever rules fire: the range
+/// analysis claimed `2³¹` for it (found by review; its unit test is in `analysis.rs`), which
+/// `decided_by_range` could write as a saturated `i32::MAX` where folding did not get there first.
+#[test]
+fn decided_by_range_respects_i32_negation_wrapping() {
+    let (f, g, _) = run(
+        // 100 elements: more than constant folding creates, so only the range decides.
+        "{ lambda p:i32[100] ; m:i32[] = -2147483648 . let
+            mb:i32[100] = broadcast_in_dim[shape=(100,) broadcast_dimensions=()] m
+            c:i32[100] = clamp mb p mb
+            y:i32[100] = neg c
+          in (y) }",
+        false,
+    );
+    let args = [kiln_ir::Array::from_vec(
+        &[100],
+        (0..100).map(|i| i * 40_000_000 - 2_000_000_000).collect::<Vec<i32>>(),
+    )];
+    let got = kiln_ir::eval(&g, &args).unwrap();
+    assert_eq!(got[0].to_vec::<i32>().unwrap(), vec![i32::MIN; 100], "{g}");
+    assert_same_values(&f, &g);
+}
+
 /// `clamp(0, e, 39)` of constant ids in `[0, 39]` is `e`; one id out of range (or a lower bound
 /// above some id) keeps the clamp.
 #[test]

@@ -355,8 +355,9 @@ pub(super) struct Emitter<'a, 'b> {
 /// element loaded (`d * d` loads each element once). Keyed by variable and index (constant
 /// indices by value, others by SSA value); entries of another block are dropped, so an entry is
 /// only used after where it was made in the same block. A store to a variable forgets its entries
-/// at indices that may name the same element (all but those differing in a constant index); within a group, every store to an earlier
-/// member's output precedes the later members' loads of it, and inputs are never stored to.
+/// at indices that may name the same element (all but those differing in a constant index);
+/// within a group, every store to an earlier member's output precedes the later members' loads of
+/// it, and inputs are never stored to.
 #[derive(Default)]
 struct Known {
     block: Option<Block>,

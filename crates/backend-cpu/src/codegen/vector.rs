@@ -90,8 +90,8 @@ pub(super) const TILE: i64 = 256;
 pub(super) const UNROLL_MAP: usize = 2;
 /// Unroll factor of elementwise row segments (rows, or the pieces concatenates and pads cut
 /// them into) of at least [`LONG_ROW`] elements in kernels without transcendental tiles
-/// (transcendentals called lane by lane do not count): on a 2-core AVX2 host (minima of alternating runs, one thread, 2026-12-01) W1's stencil
-/// step at N = 4096 ran 0.86–0.87 ms against 0.91–0.94 ms for ×2, W1's gradient 4.8–6.5 against
+/// (transcendentals called lane by lane do not count): on a 2-core AVX2 host (minima of
+/// alternating runs, one thread, 2026-12-01) W1's stencil step at N = 4096 ran 0.86–0.87 ms against 0.91–0.94 ms for ×2, W1's gradient 4.8–6.5 against
 /// 6.5–7.0 ms and W5's forward 2.8–3.0 against 3.0–3.3 ms; rows of 10–120 elements (W2) were
 /// no faster with it, and kernels with tiles (W3, W4) were not shown to gain, so they keep ×2.
 pub(super) const UNROLL_MAP_LONG: usize = 4;

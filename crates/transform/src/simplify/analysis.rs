@@ -365,9 +365,11 @@ fn transfer(prim: &Prim, args: &[&ClassData], ty: &TensorType) -> Facts {
                     finite: x.finite,
                     sign_clear: false,
                     small: x.small && ty.dtype.is_float(),
-                    // Unsigned negation wraps; float negation of 0 gives -0.0 (not "integral" here).
+                    // Unsigned negation wraps, and so does i32's of i32::MIN; float negation of
+                    // 0 gives -0.0 (not "integral" here).
                     int_range: match x.int_range {
                         Some(_) if ty.dtype == DType::U32 => None,
+                        Some((l, _)) if ty.dtype == DType::I32 && l <= i32::MIN as i64 => None,
                         Some((l, h)) if ty.dtype.is_float() && l <= 0 && h >= 0 => None,
                         Some((l, h)) => Some((-h, -l)),
                         None => None,
@@ -570,5 +572,29 @@ fn transfer(prim: &Prim, args: &[&ClassData], ty: &TensorType) -> Facts {
         | Prim::Cond { .. }
         | Prim::Call { .. }
         | Prim::Checkpoint { .. } => none,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An i32 class the analysis proves to hold `i32::MIN` (`clamp(m, p, m)`): its negation wraps
+    /// back to `i32::MIN`, so no range may be claimed (`(2³¹, 2³¹)` was, found by review, which
+    /// `decided_by_range` could have written as a saturated `i32::MAX`). Other negations keep it.
+    #[test]
+    fn i32_negation_claims_no_range_that_wraps() {
+        let ty = TensorType::new(DType::I32, kiln_ir::Shape::new(&[100]));
+        let class = |lo: i64, hi: i64| ClassData {
+            facts: Facts { int_range: Some((lo, hi)), ..Facts::of_dtype(DType::I32) },
+            tys: smallvec![ty.clone()],
+            value: None,
+            uniform: None,
+        };
+        let neg = Prim::Unary(UnaryOp::Neg);
+        let min = i32::MIN as i64;
+        assert_eq!(transfer(&neg, &[&class(min, min)], &ty).int_range, None);
+        assert_eq!(transfer(&neg, &[&class(min, 7)], &ty).int_range, None);
+        assert_eq!(transfer(&neg, &[&class(min + 1, 7)], &ty).int_range, Some((-7, -min - 1)));
     }
 }

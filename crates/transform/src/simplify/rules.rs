@@ -314,8 +314,15 @@ fn decided_by_range(ctx: &Ctx, id: Id, node: &Node) -> Option<Term> {
     if t.dtype.is_float() || !data.is_value() || data.uniform.is_some() {
         return None;
     }
+    // Only a value the dtype holds (an analysis bug must not become a saturated constant).
+    let fits = |k: i64| match t.dtype {
+        DType::I32 => i32::try_from(k).is_ok(),
+        DType::U32 => u32::try_from(k).is_ok(),
+        DType::Bool => k == 0 || k == 1,
+        DType::F32 | DType::F64 => false,
+    };
     match data.facts.int_range? {
-        (lo, hi) if lo == hi => Some(splat(scalar(t.dtype, lo as f64), t)),
+        (lo, hi) if lo == hi && fits(lo) => Some(splat(scalar(t.dtype, lo as f64), t)),
         _ => None,
     }
 }
