@@ -74,6 +74,20 @@ fn assert_bitwise(f: &Function, args: &[Array]) {
     }
 }
 
+/// Bitwise equal to the interpreter compiled for 1..=`threads` threads, every kernel with more
+/// than one row split over them (`min_task_work: Some(0)`).
+fn assert_bitwise_split(f: &Function, args: &[Array], threads: usize) {
+    use kiln_backend_cpu::{CompileOptions, compile_with};
+    let want = eval(f, args).expect("interpreter");
+    for t in 1..=threads {
+        let o = CompileOptions { threads: Some(t), min_task_work: Some(0), ..CompileOptions::default() };
+        let got = compile_with(f, &o).unwrap().run(args).unwrap();
+        for (g, w) in got.iter().zip(&want) {
+            assert!(g.bitwise_eq(w), "threads {t}\n{f}\n jit  {g:?}\n want {w:?}");
+        }
+    }
+}
+
 /// Elementwise ops with NaN/±0 rules (max, min, sign, round, select by compare, rsqrt, ...).
 fn elementwise(f: &mut Function, dt: DType, a: Var, b: Var, c: Var) -> Var {
     if dt == DType::I32 {
@@ -214,7 +228,6 @@ fn conversions_and_masks_are_bitwise() {
 /// last vector stays inside it) and rank-2 rows with a row-invariant factor, f32 and f64.
 #[test]
 fn remainders_as_overlapping_vectors_are_bitwise() {
-    use kiln_backend_cpu::{CompileOptions, compile_with};
     for dt in [DType::F32, DType::F64] {
         for n in 4..=24usize {
             for dims in [vec![n], vec![3, n]] {
@@ -231,21 +244,7 @@ fn remainders_as_overlapping_vectors_are_bitwise() {
                 let m = bin(&mut f, BinaryOp::Max, out, x);
                 f.outputs.push(m);
                 let args = [array(dt, &dims, 1), array(dt, &dims[..1], 2)];
-                let want = eval(&f, &args).expect("interpreter");
-                for threads in 1..=4 {
-                    let o = CompileOptions {
-                        threads: Some(threads),
-                        min_task_work: Some(0),
-                        ..CompileOptions::default()
-                    };
-                    let got = compile_with(&f, &o).unwrap().run(&args).unwrap();
-                    assert!(
-                        got[0].bitwise_eq(&want[0]),
-                        "{dt} {dims:?} threads {threads}\n{:?}\n{:?}",
-                        got[0],
-                        want[0]
-                    );
-                }
+                assert_bitwise_split(&f, &args, 4);
             }
         }
     }
@@ -258,7 +257,6 @@ fn remainders_as_overlapping_vectors_are_bitwise() {
 /// loop), a rank-0 predicate, and a rank-1 output split over 1-3 threads around a scalar factor.
 #[test]
 fn lane_invariant_values_computed_once_per_row_are_bitwise() {
-    use kiln_backend_cpu::{CompileOptions, compile_with};
     for dt in [DType::F32, DType::F64, DType::I32] {
         for n in SIZES {
             let m = n + 2;
@@ -305,7 +303,7 @@ fn lane_invariant_values_computed_once_per_row_are_bitwise() {
             f.outputs.push(out);
             // s of both signs: both arms of the select.
             let s0 = array(dt, &[], 5);
-            let s1 = eval(&neg_of(dt), &[s0.clone()]).unwrap().remove(0);
+            let s1 = eval(&neg_of(dt), std::slice::from_ref(&s0)).unwrap().remove(0);
             for s in [s0, s1] {
                 let args = [
                     array(dt, &[3, n], 0),
@@ -328,16 +326,7 @@ fn lane_invariant_values_computed_once_per_row_are_bitwise() {
             let out = bin(&mut g, BinaryOp::Mul, x, cb);
             g.outputs.push(out);
             let args = [array(dt, &[n], 7), array(dt, &[], 8)];
-            let want = eval(&g, &args).expect("interpreter");
-            for threads in 1..=3 {
-                let o = CompileOptions {
-                    threads: Some(threads),
-                    min_task_work: Some(0),
-                    ..CompileOptions::default()
-                };
-                let got = compile_with(&g, &o).unwrap().run(&args).unwrap();
-                assert!(got[0].bitwise_eq(&want[0]), "{dt} n {n} threads {threads}");
-            }
+            assert_bitwise_split(&g, &args, 3);
         }
     }
 }

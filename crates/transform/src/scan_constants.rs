@@ -61,19 +61,20 @@ pub(crate) fn sink_one_level(f: &Function) -> (Function, usize) {
 
 /// What a loop constant is in the enclosing function: a literal, or a literal scalar broadcast
 /// (a mask the simplifier decided, a zero fill), which the body recomputes from the scalar.
-enum Known<'f> {
+enum LoopConst<'f> {
     Literal(&'f Arc<Array>),
     Splat(&'f Prim, &'f Arc<Array>),
 }
 
 fn sink(f: &Function, moved: &mut usize, recurse: bool) -> Function {
     let literal: HashMap<_, &Arc<_>> = f.consts.iter().map(|c| (c.var, &c.value)).collect();
-    let mut known: HashMap<Var, Known> = literal.iter().map(|(&v, &a)| (v, Known::Literal(a))).collect();
+    let mut known: HashMap<Var, LoopConst> =
+        literal.iter().map(|(&v, &a)| (v, LoopConst::Literal(a))).collect();
     for e in &f.eqns {
         if let (Prim::BroadcastInDim { .. }, [x]) = (&e.prim, e.inputs.as_slice())
             && let Some(a) = literal.get(x).filter(|a| a.ty().rank() == 0)
         {
-            known.insert(e.outputs[0], Known::Splat(&e.prim, a));
+            known.insert(e.outputs[0], LoopConst::Splat(&e.prim, a));
         }
     }
     let mut g = f.clone();
@@ -85,15 +86,14 @@ fn sink(f: &Function, moved: &mut usize, recurse: bool) -> Function {
             for &k in sinkable.iter().rev() {
                 let var = body.params.remove(k);
                 match known[&e.inputs[k]] {
-                    Known::Literal(value) => body.consts.push(ConstDef { var, value: Arc::clone(value) }),
-                    Known::Splat(prim, value) => {
+                    LoopConst::Literal(value) => body.consts.push(ConstDef { var, value: Arc::clone(value) }),
+                    LoopConst::Splat(prim, value) => {
                         let scalar = body.add_const(Arc::clone(value));
-                        let loc = None;
                         splats.push(Eqn {
                             prim: prim.clone(),
                             inputs: std::iter::once(scalar).collect(),
                             outputs: std::iter::once(var).collect(),
-                            loc,
+                            loc: None,
                         });
                     }
                 }

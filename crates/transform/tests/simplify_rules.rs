@@ -251,10 +251,8 @@ fn decided_by_range_respects_i32_negation_wrapping() {
           in (y) }",
         false,
     );
-    let args = [kiln_ir::Array::from_vec(
-        &[100],
-        (0..100).map(|i| (i - 50) * 40_000_000).collect::<Vec<i32>>(),
-    )];
+    let args =
+        [kiln_ir::Array::from_vec(&[100], (0..100).map(|i| (i - 50) * 40_000_000).collect::<Vec<i32>>())];
     let got = kiln_ir::eval(&g, &args).unwrap();
     assert_eq!(got[0].to_vec::<i32>().unwrap(), vec![i32::MIN; 100], "{g}");
     assert_same_values(&f, &g);

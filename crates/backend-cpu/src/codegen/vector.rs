@@ -444,6 +444,11 @@ impl<'a, 'b> Emitter<'a, 'b> {
         self.for_range_from(vend, end, &mut |s, j| tail(s, j))
     }
 
+    /// Whether this is a row header's walk ([`Hoist::Record`]).
+    pub(super) fn recording(&self) -> bool {
+        matches!(self.vs.hoist, Hoist::Record(_))
+    }
+
     /// Starts a loop walk at the first recorded splat ([`Hoist`]).
     fn rewind_hoist(&mut self) {
         if let Hoist::Replay { next, .. } = &mut self.vs.hoist {

@@ -30,7 +30,7 @@ impl<'a, 'b> Emitter<'a, 'b> {
                 return Ok(None);
             }
         }
-        let recording = matches!(self.vs.hoist, Hoist::Record(_));
+        let recording = self.recording();
         match self.inline[v.index()] {
             // The header's walk emits no lane-varying value (see [`Hoist`]).
             Some(p) => self.veqn(&f.eqns[p], idx).map(|x| x.filter(|_| !recording)),
@@ -74,7 +74,7 @@ impl<'a, 'b> Emitter<'a, 'b> {
     /// a materialized buffer (quaternion components `q[..., k:k+1]` once collapsed), loaded lane by
     /// lane (the check admits strided slices of leaves only).
     fn strided_leaf(&mut self, v: Var, idx: &[Value], stride: i64) -> R<Option<Value>> {
-        if self.vs.pass <= self.vs.passes && !self.vs.needed || matches!(self.vs.hoist, Hoist::Record(_)) {
+        if self.vs.pass <= self.vs.passes && !self.vs.needed || self.recording() {
             return Ok(None);
         }
         let f = self.f;
@@ -135,7 +135,7 @@ impl<'a, 'b> Emitter<'a, 'b> {
     }
 
     /// Runs `body` (a reduction's or dot's loop) with hoisting off: its splats depend on the loop
-    /// index. The header's walk skips such loops (`None`).
+    /// index. The header's walk skips such loops (`None`, see [`Emitter::veqn`]).
     fn unhoisted<T>(&mut self, body: impl FnOnce(&mut Self) -> R<T>) -> R<T> {
         let saved = std::mem::take(&mut self.vs.hoist);
         let r = body(self);
@@ -268,9 +268,13 @@ impl<'a, 'b> Emitter<'a, 'b> {
             Prim::Concatenate { dimension } => return self.vconcatenate(e, *dimension, idx),
             Prim::Pad { low, interior, .. } => return self.vpad(e, low, interior, idx),
             Prim::StopGradient => return self.vvalue(ins[0], idx),
-            Prim::Reduce { op, axes } => return self.vreduce(*op, axes, ins[0], idx),
+            // Loops over reduced or contracting indices: skipped by a row header's walk, run with
+            // hoisting off by the loop's walks (their splats depend on the loop index; [`Hoist`]).
+            Prim::Reduce { .. } | Prim::DotGeneral { .. } if self.recording() => return Ok(None),
+            Prim::Reduce { op, axes } => return self.unhoisted(|s| s.vreduce(*op, axes, ins[0], idx)),
             Prim::DotGeneral { lhs_contracting, rhs_contracting, lhs_batch, rhs_batch, .. } => {
-                return self.vdot(e, (lhs_contracting, rhs_contracting), (lhs_batch, rhs_batch), idx);
+                let (c, b) = ((&lhs_contracting[..], &rhs_contracting[..]), (&lhs_batch[..], &rhs_batch[..]));
+                return self.unhoisted(|s| s.vdot(e, c, b, idx));
             }
             Prim::Rev { .. }
             | Prim::DynamicSlice { .. }
@@ -437,20 +441,9 @@ impl<'a, 'b> Emitter<'a, 'b> {
         (lb, rb): (&[usize], &[usize]),
         idx: &[Value],
     ) -> R<Option<Value>> {
-        if self.vs.pass <= self.vs.passes && !self.vs.needed || matches!(self.vs.hoist, Hoist::Record(_)) {
+        if self.vs.pass <= self.vs.passes && !self.vs.needed {
             return Ok(None);
         }
-        self.unhoisted(|s| s.vdot_lanes(e, (lc, rc), (lb, rb), idx))
-    }
-
-    /// [`Emitter::vdot`]'s loop over the contracting indices.
-    fn vdot_lanes(
-        &mut self,
-        e: &'a Eqn,
-        (lc, rc): (&[usize], &[usize]),
-        (lb, rb): (&[usize], &[usize]),
-        idx: &[Value],
-    ) -> R<Option<Value>> {
         let f = self.f;
         let (slot, axis) = super::check::dot_lanes(f, e).ok_or_else(|| {
             CompileError::Codegen("a dot_general without lanes reached the vector path".into())
@@ -494,11 +487,7 @@ impl<'a, 'b> Emitter<'a, 'b> {
     /// A lane-varying reduction over non-innermost axes: one accumulator per lane, in the
     /// interpreter's order.
     fn vreduce(&mut self, op: ReduceOp, axes: &[usize], x: Var, idx: &[Value]) -> R<Option<Value>> {
-        if matches!(self.vs.hoist, Hoist::Record(_)) {
-            return Ok(None);
-        }
-        let idx = [idx.to_vec()];
-        Ok(self.unhoisted(|s| s.vreduce_group(op, axes, x, &idx))?.pop().flatten())
+        Ok(self.vreduce_group(op, axes, x, &[idx.to_vec()])?.pop().flatten())
     }
 
     /// [`Emitter::vreduce`] at several lane groups `idxs` (output indices, one vector each) in one
@@ -598,7 +587,7 @@ impl<'a, 'b> Emitter<'a, 'b> {
             Mode::Spill => {
                 let x = self.vvalue(arg, idx)?;
                 // The header's walk only records the argument's splats.
-                let Some(x) = x.filter(|_| !matches!(self.vs.hoist, Hoist::Record(_))) else {
+                let Some(x) = x.filter(|_| !self.recording()) else {
                     return Ok(None);
                 };
                 Ok(Some(self.spill_call(k, dt, x)?))
