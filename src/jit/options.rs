@@ -63,7 +63,9 @@ impl JitOptions {
 }
 
 /// Compiles `f` for `opts`: dead equations are dropped first (`grad` leaves the unused forward pass
-/// that computed the loss value; JAX's DCE does the same), then, with `opts.simplify`, loop constants
+/// that computed the loss value; JAX's DCE does the same), then, with `opts.simplify`, scan carries
+/// with a short last axis that the body reads by columns and rebuilds from them are carried as their
+/// columns ([`kiln_transform::split_scan_carry_columns`]), loop constants
 /// that a product reads with strided lanes are transposed before their loops
 /// ([`kiln_transform::transpose_scan_dot_constants`]), loop-invariant
 /// equations move out of scans where the backend estimates it pays ([`hoist_verdict`]), after
@@ -90,6 +92,10 @@ pub(crate) fn backend_compile(f: &Function, opts: &JitOptions) -> Result<Executa
     };
     let mut live = kiln_transform::dce(f);
     if opts.simplify {
+        // A carry with a short last axis, read by columns and rebuilt from them at every step, is
+        // carried as its columns (exact; the loop's kernels read and write contiguous lanes).
+        let (split, split_carries) = kiln_transform::split_scan_carry_columns(&live);
+        live = split;
         // Loop constants that a product reads with strided lanes are transposed once, before the
         // loop (exact; the transpose is one pass over what the loop reads at every step).
         let (transposed, dot_transposes) = kiln_transform::transpose_scan_dot_constants(&live);
@@ -147,6 +153,7 @@ pub(crate) fn backend_compile(f: &Function, opts: &JitOptions) -> Result<Executa
         verdict.push_str(&format!(
             "\nloop-invariant code motion (before the simplifier): {} equations out of {} scans ({} scans refused); \
              {sorted_scatters} scatter-adds with loop-invariant indices made segment sums; \
+             {split_carries} scan carries carried as their columns; \
              {dot_transposes} loop constants of products transposed before their loops; \
              carry-independent work: {} equations computed for all steps before {} scans ({} scans refused)",
             hoist.hoisted, hoist.scans, hoist.refused, xs_work.moved, xs_work.scans, xs_work.refused

@@ -16,7 +16,8 @@
 //!   [`sort_scan_scatters`] turns scatter-adds with loop-invariant indices into segment sums (over
 //!   indices sorted once where their updates can be permuted), and
 //!   [`transpose_scan_dot_constants`] gives loop constants read by a product a layout whose lanes
-//!   are contiguous; [`sink_scan_constants`] makes loop constants that are literals constants of
+//!   are contiguous, and [`split_scan_carry_columns`] carries a short-axis carry rebuilt from its
+//!   columns as those columns; [`sink_scan_constants`] makes loop constants that are literals constants of
 //!   the loop's body; [`precompute_scan_xs_work`] computes a scan body's carry-independent work
 //!   for all steps before the loop (vmapped over the scan axis).
 //! * [`simplify`](mod@simplify): equality-saturation simplification with egg (named IEEE-exact rules,
@@ -29,6 +30,7 @@ mod dce;
 mod licm;
 mod loop_split;
 mod replay;
+mod scan_carry_split;
 mod scan_constants;
 mod scan_dot_layout;
 mod scan_xs;
@@ -39,6 +41,7 @@ mod var_map;
 pub use dce::dce;
 pub use licm::{HoistReport, hoist_scan_invariants};
 pub use replay::{replay, trace_function};
+pub use scan_carry_split::split_scan_carry_columns;
 pub use scan_constants::sink_scan_constants;
 pub use scan_dot_layout::transpose_scan_dot_constants;
 pub use scan_xs::{XsWorkReport, precompute_scan_xs_work};
