@@ -64,8 +64,9 @@ impl JitOptions {
 
 /// Compiles `f` for `opts`: dead equations are dropped first (`grad` leaves the unused forward pass
 /// that computed the loss value; JAX's DCE does the same), then, with `opts.simplify`, scan carries
-/// with a short last axis that the body reads by columns and rebuilds from them are carried as their
-/// columns ([`kiln_transform::split_scan_carry_columns`]), loop constants
+/// with a short last axis whose new values the body can compute column by column are carried as
+/// their columns ([`kiln_transform::split_scan_carry_columns`]) where the backend estimates that
+/// no costlier, loop constants
 /// that a product reads with strided lanes are transposed before their loops
 /// ([`kiln_transform::transpose_scan_dot_constants`]), loop-invariant
 /// equations move out of scans where the backend estimates it pays ([`hoist_verdict`]), after
@@ -92,10 +93,16 @@ pub(crate) fn backend_compile(f: &Function, opts: &JitOptions) -> Result<Executa
     };
     let mut live = kiln_transform::dce(f);
     if opts.simplify {
-        // A carry with a short last axis, read by columns and rebuilt from them at every step, is
-        // carried as its columns (exact; the loop's kernels read and write contiguous lanes).
-        let (split, split_carries) = kiln_transform::split_scan_carry_columns(&live);
-        live = split;
+        // Carries with a short last axis whose new values can be computed column by column are
+        // carried as their columns (exact; the loop's kernels read and write contiguous lanes),
+        // where the backend estimates the result no costlier (W2's gradient keeps whole residuals
+        // for the backward pass, so its forward loop would compute both).
+        let (split, mut split_carries) = kiln_transform::split_scan_carry_columns(&live);
+        if split_carries > 0 && no_costlier(&split, &live) {
+            live = split;
+        } else {
+            split_carries = 0;
+        }
         // Loop constants that a product reads with strided lanes are transposed once, before the
         // loop (exact; the transpose is one pass over what the loop reads at every step).
         let (transposed, dot_transposes) = kiln_transform::transpose_scan_dot_constants(&live);

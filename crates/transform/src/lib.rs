@@ -16,8 +16,8 @@
 //!   [`sort_scan_scatters`] turns scatter-adds with loop-invariant indices into segment sums (over
 //!   indices sorted once where their updates can be permuted), and
 //!   [`transpose_scan_dot_constants`] gives loop constants read by a product a layout whose lanes
-//!   are contiguous, and [`split_scan_carry_columns`] carries a short-axis carry rebuilt from its
-//!   columns as those columns; [`sink_scan_constants`] makes loop constants that are literals constants of
+//!   are contiguous, and [`split_scan_carry_columns`] carries a carry with a short last axis as
+//!   its columns, the body computing column by column; [`sink_scan_constants`] makes loop constants that are literals constants of
 //!   the loop's body; [`precompute_scan_xs_work`] computes a scan body's carry-independent work
 //!   for all steps before the loop (vmapped over the scan axis).
 //! * [`simplify`](mod@simplify): equality-saturation simplification with egg (named IEEE-exact rules,

@@ -1,31 +1,44 @@
-//! A scan carry with a short last axis, rebuilt at every step from its columns, is carried as those
-//! columns instead: one carry per column.
+//! Scan carries with a short last axis are carried as their columns: one carry per column, and the
+//! body's work on them done column by column.
 //!
 //! `vmap` of a step over a state vector gives the loop a carry `s: [B, K]` (W4's cart-pole,
-//! `K = 4`), which the body reads column by column (`s[:, k]`) and rebuilds with a `concatenate`
-//! along its last axis. The CPU backend vectorizes along a result's innermost axis: here `K` lanes
-//! split into width-1 pieces, so the rebuild runs scalar, and every column read loads its lanes one
-//! by one, `K` floats apart. Carried as `K` arrays `[B]`, the body reads and writes each column
-//! contiguously, and every kernel of the body still runs on the same `B` rows (so the backend can
-//! still split the loop's rows over threads):
+//! `K = 4`); a particle system keeps positions and velocities as `[N, 2]` (W2's masses). The CPU
+//! backend vectorizes along a result's innermost axis, here `K` lanes: rows of 2–4 elements run
+//! scalar or half-empty, a column read `s[:, k]` loads its lanes one by one `K` floats apart, and
+//! a rebuild from columns (`concatenate` of width-1 pieces) stores them one by one. Carried as `K`
+//! arrays `[B]`, each column is read and written contiguously, and every kernel of the body still
+//! runs on the loop's rows (so the backend can still split them over threads).
+//!
+//! The body is rewritten column by column where its values allow it: a value is *columnar* when
+//! it is a split carry, or an elementwise op of columnar values (rank-0 operands kept), a
+//! broadcast that does not reach the last axis, a `concatenate` of width-1 columns along it, a
+//! `gather` of a columnar operand along an earlier axis, or a `segment_sum` of columnar data. Its
+//! column `k` is the same op on the operands' columns `k`. A carry is split when its new value
+//! is columnar; then the single-column reads of columnar values take the column, their sums over
+//! the last axis become `((0 + x_0) + x_1) + …` and their products contracting it
+//! `((0 + x_0·b_0) + x_1·b_1) + …` (the interpreter's left fold from zero for so short a run, so
+//! bitwise the same), and every other read takes the whole value, still computed as before
+//! (the carry itself rebuilt from its columns at the head of the body).
 //!
 //! ```text
-//! scan(s0) { c: [B, K] → …slice(c, column k)… ; concatenate[dim 1](p_0, …, p_{K-1}) }
-//!   → scan(s0[:, 0], …, s0[:, K-1]) { c_0 … c_{K-1}: [B] →
-//!        c = concatenate(reshape(c_k, [B, 1]))   (only for reads other than single columns)
-//!        …reshape(c_k)…                          (each single-column slice)
+//! scan(s0) { s: [B, K] → …slice(s, column k)… ; concatenate[dim 1](p_0, …, p_{K-1}) }
+//!   → scan(s0[:, 0], …, s0[:, K-1]) { s_0 … s_{K-1}: [B] →
+//!        s = concatenate(reshape(s_k, [B, 1]))   (only for whole reads)
+//!        …reshape(s_k)…                          (each single-column read)
 //!        ; reshape(p_0, [B]), …, reshape(p_{K-1}, [B]) }
-//!     s = concatenate[dim 1](reshape(c_k, [B, 1]))   (after the loop)
+//!     s = concatenate[dim 1](reshape(s_k, [B, 1]))   (after the loop)
 //! ```
 //!
-//! Only data movement changes, so every value is bit for bit the same. A carry qualifies when its
-//! rank is at least 2, its last axis has `2..=MAX_COLUMNS` elements and its other axes at least
-//! `MIN_ROWS` together (shorter rows would leave nothing to vectorize), the body's new value for it
-//! is a `concatenate` along that axis of width-1 pieces, and the body reads at least one single
-//! column of it. XLA's layout assignment makes the analogous choice for loop-carried tuples.
+//! Only data movement and the order of independent ops change, so every value is bit for bit the
+//! same (NaN payloads aside, which IEEE leaves open). A carry qualifies when its rank is at least
+//! 2, its last axis has `2..=MAX_COLUMNS` elements and its other axes at least `MIN_ROWS`
+//! together, its new value is columnar, and the body reads some columnar value by columns (a
+//! column read, a sum or a product over the last axis). XLA's layout assignment makes the
+//! analogous choice for loop-carried tuples.
 
-use kiln_ir::{Eqn, Function, Prim, Shape, SrcLoc, Var};
-use smallvec::smallvec;
+use kiln_ir::{BinaryOp, DType, Eqn, Function, Prim, ReduceOp, Shape, SrcLoc, TensorType, Var};
+use smallvec::{SmallVec, smallvec};
+use std::collections::HashMap;
 
 /// The longest last axis split into columns (one 4-lane vector): rows of twice that vectorize
 /// along their own axis, and 5–7 are left alone (no workload has them).
@@ -72,7 +85,7 @@ pub fn split_scan_carry_columns(f: &Function) -> (Function, usize) {
 }
 
 /// [`split_scan_carry_columns`] on `f`: sub-functions first, then each scan's own carries, whose
-/// column slices are emitted into `f` before the scan and whose rebuilt carries after it.
+/// columns are sliced in `f` before the scan and whose final values are rebuilt after it.
 fn walk(f: &Function, count: &mut usize) -> Function {
     let mut g = f.clone();
     g.eqns.clear();
@@ -83,254 +96,384 @@ fn walk(f: &Function, count: &mut usize) -> Function {
             g.eqns.push(e);
             continue;
         };
-        let (mut body, mut num_carry) = (*body, num_carry);
-        let mut after: Vec<Vec<Eqn>> = Vec::new();
-        // Carries are visited last to first, so splitting one leaves the earlier ones' positions.
-        for j in (0..num_carry).rev() {
-            let Some(columns) = split_columns(&body, num_consts + j, j) else { continue };
-            after.push(split_carry(&mut g, &mut e, &mut body, num_consts, j, &columns));
-            num_carry += columns.len() - 1;
-            *count += 1;
-        }
-        e.prim = Prim::Scan {
-            length,
-            reverse,
-            num_consts,
-            num_carry,
-            // The rebuilt carry at a body's head is dropped where nothing reads it whole.
-            body: Box::new(if after.is_empty() { body } else { crate::dce(&body) }),
+        let Some(split) = carries_to_split(&body, num_consts, num_carry) else {
+            g.eqns.push(e);
+            continue;
         };
+        *count += split.len();
+        let new_carries = num_carry
+            + split
+                .iter()
+                .map(|&j| columns_of(body.var_type(body.params[num_consts + j])) - 1)
+                .sum::<usize>();
+        let body = split_body(&body, num_consts, &split);
+        let loc = e.loc.clone();
+        // Outer side, last carry first so earlier positions hold: columns in, rebuilt value out.
+        let mut after = Vec::new();
+        for &j in split.iter().rev() {
+            let p = num_consts + j;
+            let ty = g.var_type(e.inputs[p]).clone();
+            let k = columns_of(&ty);
+            let init = e.inputs[p];
+            let inits: Vec<Var> = (0..k)
+                .map(|c| {
+                    let col =
+                        g.push(column_slice(&ty, c), &[init], loc.clone()).expect("a column of the carry");
+                    g.push(reshape(row_dims(&ty)), &col, loc.clone()).expect("a column without its unit axis")
+                        [0]
+                })
+                .collect();
+            e.inputs.remove(p);
+            e.inputs.insert_many(p, inits);
+            let finals: Vec<Var> = (0..k).map(|_| g.new_var(column_type(&ty))).collect();
+            let final_value = e.outputs[j];
+            e.outputs.remove(j);
+            e.outputs.insert_many(j, finals.iter().copied());
+            after.push(rebuild(&mut g, &finals, &ty, final_value, loc.clone()));
+        }
+        e.prim = Prim::Scan { length, reverse, num_consts, num_carry: new_carries, body: Box::new(body) };
         g.eqns.push(e);
-        // The rebuilt carries, in the order they were split (each defines its own outer variable).
         g.eqns.extend(after.into_iter().flatten());
     }
     g
 }
 
-/// For carry `j` of a scan body (parameter `p`): the width-1 pieces of the `concatenate` along the
-/// last axis that gives its new value, when the carry qualifies (module doc).
-fn split_columns(body: &Function, p: usize, j: usize) -> Option<Vec<Var>> {
-    let carry = body.params[p];
-    let dims = body.var_type(carry).shape.dims();
-    let (&k, rows) = dims.split_last()?;
-    if rows.is_empty() || !(2..=MAX_COLUMNS).contains(&k) || rows.iter().product::<usize>() < MIN_ROWS {
-        return None;
-    }
-    let new_value = body.outputs[j];
-    let producer = body.eqns.iter().find(|e| e.outputs.contains(&new_value))?;
-    let last = dims.len() - 1;
-    if !matches!(producer.prim, Prim::Concatenate { dimension } if dimension == last) {
-        return None;
-    }
-    let pieces: Vec<Var> = producer.inputs.to_vec();
-    if pieces.len() != k || pieces.iter().any(|v| body.var_type(*v).shape.dims()[last] != 1) {
-        return None;
-    }
-    let reads_a_column = body.eqns.iter().any(|e| column_read(body, e, carry).is_some());
-    reads_a_column.then_some(pieces)
+/// Columns of a carry-shaped type: its last axis.
+fn columns_of(ty: &TensorType) -> usize {
+    *ty.shape.dims().last().expect("rank ≥ 2")
 }
 
-/// The column `k` when `e` is `slice(carry)` of exactly column `k`: every other axis whole, stride 1.
-fn column_read(body: &Function, e: &Eqn, carry: Var) -> Option<usize> {
-    let Prim::Slice { start, limit, strides } = &e.prim else { return None };
-    if e.inputs[0] != carry {
-        return None;
-    }
-    let dims = body.var_type(carry).shape.dims();
-    let last = dims.len() - 1;
-    let whole = (0..last).all(|d| start[d] == 0 && limit[d] == dims[d] && strides[d] == 1);
-    (whole && limit[last] == start[last] + 1).then_some(start[last])
+/// The dimensions of one column: all but the last.
+fn row_dims(ty: &TensorType) -> &[usize] {
+    let d = ty.shape.dims();
+    &d[..d.len() - 1]
 }
 
-/// Splits carry `j` of `scan` (in `g`, whose body is `body` with `nc` constants) into `columns`:
-/// the scan's initial value becomes its columns (pushed into `g` before the scan), the body's
-/// parameter and new value become one per column, and the scan's final value is rebuilt from its
-/// columns by the returned equations (to follow the scan in `g`).
-fn split_carry(
-    g: &mut Function,
-    scan: &mut Eqn,
-    body: &mut Function,
-    nc: usize,
-    j: usize,
-    columns: &[Var],
-) -> Vec<Eqn> {
-    let p = nc + j;
-    let carry = body.params[p];
-    let ty = body.var_type(carry).clone();
-    let dims = ty.shape.dims().to_vec();
-    let (rows, last) = (&dims[..dims.len() - 1], dims.len() - 1);
-    let column_ty = kiln_ir::TensorType::new(ty.dtype, rows);
-    let loc: Option<SrcLoc> = scan.loc.clone();
-    let reshape = |to: &[usize]| Prim::Reshape { new_sizes: Shape::new(to) };
-    let mut wide = dims.clone();
-    wide[last] = 1;
+fn column_type(ty: &TensorType) -> TensorType {
+    TensorType::new(ty.dtype, row_dims(ty))
+}
 
-    // Before the scan: the initial value's columns.
-    let init = scan.inputs[p];
-    let inits: Vec<Var> = (0..columns.len())
-        .map(|k| {
-            let mut start = vec![0; dims.len()];
-            start[last] = k;
-            let mut limit = dims.clone();
-            limit[last] = k + 1;
-            let slice = Prim::Slice { start, limit, strides: vec![1; dims.len()] };
-            let c = g.push(slice, &[init], loc.clone()).expect("a column of the carry");
-            g.push(reshape(rows), &c, loc.clone()).expect("a column without its unit axis")[0]
-        })
-        .collect();
-    scan.inputs.remove(p);
-    for (k, v) in inits.iter().enumerate() {
-        scan.inputs.insert(p + k, *v);
-    }
+fn reshape(to: &[usize]) -> Prim {
+    Prim::Reshape { new_sizes: Shape::new(to) }
+}
 
-    // The body: a parameter per column. Single-column reads take their column; any other read
-    // takes the carry rebuilt at the head of the body (dropped by `dce` where nothing reads it).
-    let params: Vec<Var> = (0..columns.len()).map(|_| body.new_var(column_ty.clone())).collect();
-    body.params.remove(p);
-    for (k, v) in params.iter().enumerate() {
-        body.params.insert(p + k, *v);
-    }
-    let mut head = Vec::with_capacity(columns.len() + 1);
-    let mut unit_columns = Vec::with_capacity(columns.len());
-    for &c in &params {
-        let v = body.new_var(kiln_ir::TensorType::new(ty.dtype, wide.as_slice()));
-        head.push(Eqn { prim: reshape(&wide), inputs: smallvec![c], outputs: smallvec![v], loc: None });
-        unit_columns.push(v);
-    }
-    head.push(Eqn {
-        prim: Prim::Concatenate { dimension: last },
-        inputs: unit_columns.into(),
-        outputs: smallvec![carry],
-        loc: None,
-    });
-    let reads: Vec<(usize, usize)> =
-        body.eqns.iter().enumerate().filter_map(|(i, e)| Some((i, column_read(body, e, carry)?))).collect();
-    for (i, k) in reads {
-        let e = &mut body.eqns[i];
-        e.prim = reshape(&wide);
-        e.inputs = smallvec![params[k]];
-    }
-    expand_column_products(body, carry, &params);
-    body.eqns.splice(0..0, head);
-    // The new values: one column each, appended at the end.
-    let new_values: Vec<Var> = columns
-        .iter()
-        .map(|&piece| {
-            let v = body.new_var(column_ty.clone());
-            body.eqns.push(Eqn {
-                prim: reshape(rows),
-                inputs: smallvec![piece],
-                outputs: smallvec![v],
-                loc: None,
-            });
-            v
-        })
-        .collect();
-    body.outputs.remove(j);
-    for (k, v) in new_values.iter().enumerate() {
-        body.outputs.insert(j + k, *v);
-    }
+/// `slice` of column `c` (width 1) of a value of type `ty`.
+fn column_slice(ty: &TensorType, c: usize) -> Prim {
+    let dims = ty.shape.dims();
+    let last = dims.len() - 1;
+    let mut start = vec![0; dims.len()];
+    start[last] = c;
+    let mut limit = dims.to_vec();
+    limit[last] = c + 1;
+    Prim::Slice { start, limit, strides: vec![1; dims.len()] }
+}
 
-    // After the scan: the final value rebuilt from the final columns, into the scan's old output.
-    let final_value = scan.outputs[j];
-    let finals: Vec<Var> = (0..columns.len()).map(|_| g.new_var(column_ty.clone())).collect();
-    scan.outputs.remove(j);
-    for (k, v) in finals.iter().enumerate() {
-        scan.outputs.insert(j + k, *v);
-    }
-    let mut rebuild = Vec::with_capacity(columns.len() + 1);
-    let mut unit_finals = Vec::with_capacity(columns.len());
-    for &c in &finals {
-        let v = g.new_var(kiln_ir::TensorType::new(ty.dtype, wide.as_slice()));
-        rebuild.push(Eqn {
+/// Equations defining `value` (of type `ty`) as the `concatenate` of `columns` along its last axis.
+fn rebuild(g: &mut Function, columns: &[Var], ty: &TensorType, value: Var, loc: Option<SrcLoc>) -> Vec<Eqn> {
+    let mut wide = ty.shape.dims().to_vec();
+    *wide.last_mut().expect("rank ≥ 2") = 1;
+    let mut eqns = Vec::with_capacity(columns.len() + 1);
+    let mut units: SmallVec<[Var; 4]> = SmallVec::new();
+    for &c in columns {
+        let v = g.new_var(TensorType::new(ty.dtype, wide.as_slice()));
+        eqns.push(Eqn {
             prim: reshape(&wide),
             inputs: smallvec![c],
             outputs: smallvec![v],
             loc: loc.clone(),
         });
-        unit_finals.push(v);
+        units.push(v);
     }
-    rebuild.push(Eqn {
+    let last = wide.len() - 1;
+    eqns.push(Eqn {
         prim: Prim::Concatenate { dimension: last },
-        inputs: unit_finals.into(),
-        outputs: smallvec![final_value],
+        inputs: units,
+        outputs: smallvec![value],
         loc,
     });
-    rebuild
+    eqns
 }
 
-/// Replaces each `dot_general` of `body` that contracts exactly the last axis of `carry` (no batch
-/// axes, no change of dtype) by the sum of its columns' products with the other operand's matching
-/// slices, `((0 + c_0·b_0) + c_1·b_1) + …`: the interpreter's and the backend's order for a
-/// contraction this short (a left fold from zero, each product `lhs · rhs`), so bitwise the same,
-/// and elementwise over the columns, so the backend vectorizes it along the rows where the product
-/// read each row's columns lane by lane (the rebuilt carry inside a product is read scalar).
-fn expand_column_products(body: &mut Function, carry: Var, columns: &[Var]) {
-    let eqns = std::mem::take(&mut body.eqns);
-    for e in eqns {
-        let Some(side) = column_product(body, &e, carry) else {
-            body.eqns.push(e);
-            continue;
+/// Whether a value of type `ty` can be split into columns at all (module doc: the shape test).
+fn carry_shaped(ty: &TensorType) -> bool {
+    let dims = ty.shape.dims();
+    dims.len() >= 2
+        && (2..=MAX_COLUMNS).contains(&columns_of(ty))
+        && row_dims(ty).iter().product::<usize>() >= MIN_ROWS
+}
+
+/// Which values of `body` are columnar (module doc) when the carry parameters `split` are.
+fn columnar(body: &Function, split: &[Var]) -> Vec<bool> {
+    let mut col = vec![false; body.vars.len()];
+    for &p in split {
+        col[p.index()] = true;
+    }
+    for e in &body.eqns {
+        if e.outputs.len() == 1 && column_rule(body, e, &col) {
+            col[e.outputs[0].index()] = true;
+        }
+    }
+    col
+}
+
+/// Whether `e`'s single output is columnar given which values are (`col`): the cases of
+/// [`Splitter::emit_columns`], which must agree with this.
+fn column_rule(body: &Function, e: &Eqn, col: &[bool]) -> bool {
+    let out = body.var_type(e.outputs[0]);
+    if out.rank() < 2 || !(2..=MAX_COLUMNS).contains(&columns_of(out)) {
+        return false;
+    }
+    let last = out.rank() - 1;
+    let is = |v: &Var| col[v.index()];
+    match &e.prim {
+        Prim::Unary(_)
+        | Prim::Binary(_)
+        | Prim::Compare(_)
+        | Prim::Select
+        | Prim::Clamp
+        | Prim::ConvertElementType { .. }
+        | Prim::BitcastConvertType { .. } => {
+            e.inputs
+                .iter()
+                .all(|v| body.var_type(*v).rank() == 0 || (is(v) && body.var_type(*v).shape == out.shape))
+                && e.inputs.iter().any(is)
+        }
+        Prim::BroadcastInDim { broadcast_dimensions, .. } => !broadcast_dimensions.contains(&last),
+        Prim::Concatenate { dimension } => {
+            *dimension == last && e.inputs.iter().all(|v| body.var_type(*v).shape.dims()[last] == 1)
+        }
+        Prim::Gather { axis, .. } => is(&e.inputs[0]) && *axis < body.var_type(e.inputs[0]).rank() - 1,
+        Prim::SegmentSum { .. } => is(&e.inputs[0]),
+        _ => false,
+    }
+}
+
+/// The carries of a scan body (`nc` constants, `num_carry` carries) to split, in order: the
+/// largest set of carry-shaped ones whose new values are columnar when they all are split, if the
+/// body then reads some columnar value by columns.
+fn carries_to_split(body: &Function, nc: usize, num_carry: usize) -> Option<Vec<usize>> {
+    let mut split: Vec<usize> =
+        (0..num_carry).filter(|&j| carry_shaped(body.var_type(body.params[nc + j]))).collect();
+    loop {
+        let params: Vec<Var> = split.iter().map(|&j| body.params[nc + j]).collect();
+        let col = columnar(body, &params);
+        let before = split.len();
+        // A parameter carried on unchanged (a loop constant, another carry) is not recomputed.
+        split.retain(|&j| {
+            let new = body.outputs[j];
+            col[new.index()] && !body.params.contains(&new)
+        });
+        if split.is_empty() {
+            return None;
+        }
+        if split.len() == before {
+            let reads = body.eqns.iter().any(|e| column_consumer(body, e, &col).is_some());
+            return reads.then_some(split);
+        }
+    }
+}
+
+/// How `e` reads a columnar operand by columns: a single-column `slice` (the column), a sum over
+/// the last axis, or a `dot_general` contracting it (the operand's side).
+enum ColumnRead {
+    Column(usize),
+    Sum,
+    Product(usize),
+}
+
+fn column_consumer(body: &Function, e: &Eqn, col: &[bool]) -> Option<ColumnRead> {
+    let x = *e.inputs.first()?;
+    match &e.prim {
+        Prim::Slice { start, limit, strides } if col[x.index()] => {
+            let dims = body.var_type(x).shape.dims();
+            let last = dims.len() - 1;
+            let whole = (0..last).all(|d| start[d] == 0 && limit[d] == dims[d] && strides[d] == 1);
+            (whole && limit[last] == start[last] + 1).then_some(ColumnRead::Column(start[last]))
+        }
+        Prim::Reduce { op: ReduceOp::Sum, axes } if col[x.index()] => {
+            let ty = body.var_type(x);
+            (axes.as_slice() == [ty.rank() - 1] && ty.dtype != DType::Bool).then_some(ColumnRead::Sum)
+        }
+        Prim::DotGeneral {
+            lhs_contracting,
+            rhs_contracting,
+            lhs_batch,
+            rhs_batch,
+            preferred_element_type,
+        } => {
+            let side = (0..2).find(|&s| col[e.inputs[s].index()])?;
+            let ty = body.var_type(e.inputs[side]);
+            let contracting = if side == 0 { lhs_contracting } else { rhs_contracting };
+            let plain = lhs_batch.is_empty()
+                && rhs_batch.is_empty()
+                && contracting.as_slice() == [ty.rank() - 1]
+                && e.inputs[0] != e.inputs[1]
+                && preferred_element_type.is_none_or(|t| t == ty.dtype)
+                && ty.dtype != DType::Bool;
+            plain.then_some(ColumnRead::Product(side))
+        }
+        _ => None,
+    }
+}
+
+/// Emits a scan body's equations with carries `split` (indices among the carries) carried as their
+/// columns.
+struct Splitter<'a> {
+    old: &'a Function,
+    new: Function,
+    col: Vec<bool>,
+    /// The columns of each columnar value emitted so far.
+    columns: HashMap<Var, Vec<Var>>,
+}
+
+/// `body` (with `nc` constants) with the carries `split` carried as their columns (module doc).
+fn split_body(body: &Function, nc: usize, split: &[usize]) -> Function {
+    let params: Vec<Var> = split.iter().map(|&j| body.params[nc + j]).collect();
+    let col = columnar(body, &params);
+    let mut new = body.clone();
+    new.eqns.clear();
+    let mut s = Splitter { old: body, new, col, columns: HashMap::new() };
+    // Parameters: one per column, in place of each split carry, which is rebuilt at the head.
+    for &j in split.iter().rev() {
+        let p = body.params[nc + j];
+        let ty = body.var_type(p).clone();
+        let cols: Vec<Var> = (0..columns_of(&ty)).map(|_| s.new.new_var(column_type(&ty))).collect();
+        s.new.params.splice(nc + j..=nc + j, cols.iter().copied());
+        let head = rebuild(&mut s.new, &cols, &ty, p, None);
+        s.new.eqns.extend(head);
+        s.columns.insert(p, cols);
+    }
+    for e in &body.eqns {
+        match column_consumer(body, e, &s.col) {
+            Some(read) => s.emit_read(e, read),
+            None => s.new.eqns.push(e.clone()),
+        }
+        if e.outputs.len() == 1 && s.col[e.outputs[0].index()] {
+            s.emit_columns(e);
+        }
+    }
+    // New values: the columns of each split carry's new value, in its place among the outputs.
+    for &j in split.iter().rev() {
+        let cols = s.columns[&body.outputs[j]].clone();
+        s.new.outputs.splice(j..=j, cols);
+    }
+    crate::dce(&s.new)
+}
+
+impl Splitter<'_> {
+    fn push(&mut self, prim: Prim, inputs: &[Var], loc: &Option<SrcLoc>) -> Var {
+        self.new.push(prim, inputs, loc.clone()).expect("a column has its operands' column types")[0]
+    }
+
+    /// Emits the columns of `e`'s columnar output (the cases of [`column_rule`]).
+    fn emit_columns(&mut self, e: &Eqn) {
+        let out = self.old.var_type(e.outputs[0]).clone();
+        let (k, rows) = (columns_of(&out), row_dims(&out).to_vec());
+        let loc = &e.loc;
+        let cols: Vec<Var> = match &e.prim {
+            Prim::BroadcastInDim { broadcast_dimensions, .. } => {
+                let b = Prim::BroadcastInDim {
+                    shape: Shape::new(&rows),
+                    broadcast_dimensions: broadcast_dimensions.clone(),
+                };
+                let v = self.push(b, &[e.inputs[0]], loc);
+                vec![v; k]
+            }
+            Prim::Concatenate { .. } => {
+                let pieces = e.inputs.clone();
+                pieces.iter().map(|&p| self.push(reshape(&rows), &[p], loc)).collect()
+            }
+            Prim::Gather { .. } | Prim::SegmentSum { .. } => (0..k)
+                .map(|c| {
+                    let x = self.columns[&e.inputs[0]][c];
+                    self.push(e.prim.clone(), &[x, e.inputs[1]], loc)
+                })
+                .collect(),
+            _ => (0..k)
+                .map(|c| {
+                    let ins: Vec<Var> = e
+                        .inputs
+                        .iter()
+                        .map(|v| if self.old.var_type(*v).rank() == 0 { *v } else { self.columns[v][c] })
+                        .collect();
+                    self.push(e.prim.clone(), &ins, loc)
+                })
+                .collect(),
         };
-        let Prim::DotGeneral { lhs_contracting, rhs_contracting, .. } = &e.prim else { unreachable!() };
+        self.columns.insert(e.outputs[0], cols);
+    }
+
+    /// Emits `e`, a read of a columnar operand by columns, as the same value from the columns.
+    fn emit_read(&mut self, e: &Eqn, read: ColumnRead) {
+        let out_ty = self.old.var_type(e.outputs[0]).clone();
+        let loc = &e.loc;
+        let value = match read {
+            ColumnRead::Column(c) => {
+                let x = self.columns[&e.inputs[0]][c];
+                self.push(reshape(out_ty.shape.dims()), &[x], loc)
+            }
+            ColumnRead::Sum => {
+                let cols = self.columns[&e.inputs[0]].clone();
+                let mut acc = self.zeros(&out_ty, loc);
+                for x in cols {
+                    acc = self.push(Prim::Binary(BinaryOp::Add), &[acc, x], loc);
+                }
+                acc
+            }
+            ColumnRead::Product(side) => self.product(e, side, &out_ty),
+        };
+        // The last equation emitted defines the read's own output variable.
+        let last = self.new.eqns.last_mut().expect("the read's last equation");
+        debug_assert_eq!(last.outputs[0], value);
+        last.outputs[0] = e.outputs[0];
+    }
+
+    /// `0` of `ty` (a broadcast scalar constant).
+    fn zeros(&mut self, ty: &TensorType, loc: &Option<SrcLoc>) -> Var {
+        let zero = self.new.add_const(kiln_ir::Array::zeros(&TensorType::scalar(ty.dtype)));
+        let b = Prim::BroadcastInDim { shape: ty.shape.clone(), broadcast_dimensions: vec![] };
+        self.push(b, &[zero], loc)
+    }
+
+    /// A `dot_general` contracting the last axis of its columnar operand `side` with one axis `m`
+    /// of the other operand, as `((0 + x_0·b_0) + x_1·b_1) + …` with `b_k` the other operand's
+    /// slice `k` along `m` (each product `lhs · rhs`, as `dot_general` multiplies).
+    fn product(&mut self, e: &Eqn, side: usize, out_ty: &TensorType) -> Var {
+        let Prim::DotGeneral { lhs_contracting, rhs_contracting, .. } = &e.prim else {
+            unreachable!("a product read is a dot_general")
+        };
+        let loc = &e.loc;
         let other = e.inputs[1 - side];
         let m = if side == 0 { rhs_contracting[0] } else { lhs_contracting[0] };
-        let out_ty = body.var_type(e.outputs[0]).clone();
-        let other_dims = body.var_type(other).shape.dims().to_vec();
-        let rows = columns.first().map_or(0, |c| body.var_type(*c).rank());
-        // Result axes: lhs free, then rhs free; the carry's free axes are its rows.
-        let (carry_at, other_at): (Vec<usize>, Vec<usize>) = if side == 0 {
-            ((0..rows).collect(), (rows..out_ty.rank()).collect())
+        let other_dims = self.old.var_type(other).shape.dims().to_vec();
+        let cols = self.columns[&e.inputs[side]].clone();
+        let rows = self.old.var_type(e.inputs[side]).rank() - 1;
+        // Result axes: lhs free, then rhs free; the columnar operand's free axes are its rows.
+        let n = out_ty.rank();
+        let (col_at, other_at): (Vec<usize>, Vec<usize>) = if side == 0 {
+            ((0..rows).collect(), (rows..n).collect())
         } else {
-            ((other_dims.len() - 1..out_ty.rank()).collect(), (0..other_dims.len() - 1).collect())
+            ((n - rows..n).collect(), (0..n - rows).collect())
         };
-        let loc = e.loc.clone();
         let bcast = |at: &[usize]| Prim::BroadcastInDim {
             shape: out_ty.shape.clone(),
             broadcast_dimensions: at.to_vec(),
         };
-        let push = |body: &mut Function, p: Prim, ins: &[Var]| {
-            body.push(p, ins, loc.clone()).expect("a term of the expanded product")[0]
-        };
-        let zero = body.add_const(kiln_ir::Array::zeros(&kiln_ir::TensorType::scalar(out_ty.dtype)));
-        let mut acc = push(body, bcast(&[]), &[zero]);
-        for (k, &c) in columns.iter().enumerate() {
+        let without_m: Vec<usize> =
+            other_dims.iter().enumerate().filter(|&(d, _)| d != m).map(|(_, &n)| n).collect();
+        let mut acc = self.zeros(out_ty, loc);
+        for (k, x) in cols.into_iter().enumerate() {
             let (mut start, mut limit) = (vec![0; other_dims.len()], other_dims.clone());
             (start[m], limit[m]) = (k, k + 1);
             let strides = vec![1; other_dims.len()];
-            let b = push(body, Prim::Slice { start, limit, strides }, &[other]);
-            let without_m: Vec<usize> =
-                other_dims.iter().enumerate().filter(|&(d, _)| d != m).map(|(_, &n)| n).collect();
-            let b = push(body, Prim::Reshape { new_sizes: Shape::new(&without_m) }, &[b]);
-            let b = push(body, bcast(&other_at), &[b]);
-            let c = push(body, bcast(&carry_at), &[c]);
-            let (l, r) = if side == 0 { (c, b) } else { (b, c) };
-            let product = push(body, Prim::Binary(kiln_ir::BinaryOp::Mul), &[l, r]);
-            acc = push(body, Prim::Binary(kiln_ir::BinaryOp::Add), &[acc, product]);
+            let b = self.push(Prim::Slice { start, limit, strides }, &[other], loc);
+            let b = self.push(reshape(&without_m), &[b], loc);
+            let b = self.push(bcast(&other_at), &[b], loc);
+            let x = self.push(bcast(&col_at), &[x], loc);
+            let (l, r) = if side == 0 { (x, b) } else { (b, x) };
+            let p = self.push(Prim::Binary(BinaryOp::Mul), &[l, r], loc);
+            acc = self.push(Prim::Binary(BinaryOp::Add), &[acc, p], loc);
         }
-        let last = body.eqns.last_mut().expect("the expansion's last sum");
-        last.outputs[0] = e.outputs[0];
+        acc
     }
-}
-
-/// Which operand of `e` (0 = lhs, 1 = rhs) is `carry`, when `e` is a `dot_general` contracting
-/// exactly the carry's last axis with one axis of the other operand, with no batch axes, in the
-/// operands' (numeric) dtype.
-fn column_product(body: &Function, e: &Eqn, carry: Var) -> Option<usize> {
-    let Prim::DotGeneral { lhs_contracting, rhs_contracting, lhs_batch, rhs_batch, preferred_element_type } =
-        &e.prim
-    else {
-        return None;
-    };
-    let side = e.inputs.iter().position(|v| *v == carry)?;
-    let dtype = body.var_type(carry).dtype;
-    let last = body.var_type(carry).rank() - 1;
-    let contracting = if side == 0 { lhs_contracting } else { rhs_contracting };
-    let plain = lhs_batch.is_empty()
-        && rhs_batch.is_empty()
-        && contracting.as_slice() == [last]
-        && e.inputs[0] != e.inputs[1]
-        && preferred_element_type.is_none_or(|t| t == dtype)
-        && dtype != kiln_ir::DType::Bool;
-    plain.then_some(side)
 }
