@@ -424,7 +424,7 @@ impl Splitter<'_> {
         };
         // The last equation emitted defines the read's own output variable.
         let last = self.new.eqns.last_mut().expect("the read's last equation");
-        debug_assert_eq!(last.outputs[0], value);
+        assert_eq!(last.outputs[0], value, "the read's value is its last equation's output");
         last.outputs[0] = e.outputs[0];
     }
 
