@@ -10,9 +10,10 @@
 //! runs on the loop's rows (so the backend can still split them over threads).
 //!
 //! The body is rewritten column by column where its values allow it: a value is *columnar* when
-//! it is a split carry, or an elementwise op of columnar values (rank-0 operands kept), a
-//! broadcast that does not reach the last axis, a `concatenate` of width-1 columns along it, a
-//! `gather` of a columnar operand along an earlier axis, or a `segment_sum` of columnar data. Its
+//! it is a split carry, or an elementwise op (or `stop_gradient`) of columnar values (rank-0
+//! operands kept), a broadcast that does not reach the last axis, a `concatenate` of width-1
+//! columns along it, a `gather` of a columnar operand along an earlier axis, or a `segment_sum`
+//! of columnar data. Its
 //! column `k` is the same op on the operands' columns `k`. A carry is split when its new value
 //! is columnar; then the single-column reads of columnar values take the column, their sums over
 //! the last axis become `((0 + x_0) + x_1) + …` and their products contracting it
@@ -232,7 +233,8 @@ fn column_rule(body: &Function, e: &Eqn, col: &[bool]) -> bool {
         | Prim::Select
         | Prim::Clamp
         | Prim::ConvertElementType { .. }
-        | Prim::BitcastConvertType { .. } => {
+        | Prim::BitcastConvertType { .. }
+        | Prim::StopGradient => {
             e.inputs
                 .iter()
                 .all(|v| body.var_type(*v).rank() == 0 || (is(v) && body.var_type(*v).shape == out.shape))
@@ -244,7 +246,29 @@ fn column_rule(body: &Function, e: &Eqn, col: &[bool]) -> bool {
         }
         Prim::Gather { axis, .. } => is(&e.inputs[0]) && *axis < body.var_type(e.inputs[0]).rank() - 1,
         Prim::SegmentSum { .. } => is(&e.inputs[0]),
-        _ => false,
+        // Layout changes, reductions, products and control flow: whole values only.
+        Prim::Iota { .. }
+        | Prim::Reshape { .. }
+        | Prim::Transpose { .. }
+        | Prim::Rev { .. }
+        | Prim::Slice { .. }
+        | Prim::DynamicSlice { .. }
+        | Prim::DynamicUpdateSlice
+        | Prim::Pad { .. }
+        | Prim::Reduce { .. }
+        | Prim::ArgReduce { .. }
+        | Prim::Cumulative { .. }
+        | Prim::Sort { .. }
+        | Prim::DotGeneral { .. }
+        | Prim::Scatter { .. }
+        | Prim::Threefry2x32
+        | Prim::CustomJvpCall { .. }
+        | Prim::CustomVjpCall { .. }
+        | Prim::Scan { .. }
+        | Prim::WhileLoop { .. }
+        | Prim::Cond { .. }
+        | Prim::Call { .. }
+        | Prim::Checkpoint { .. } => false,
     }
 }
 
