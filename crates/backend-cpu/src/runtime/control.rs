@@ -4,6 +4,7 @@
 //! `xs` and writes `ys` in place by pointer offsets, so a step allocates nothing.
 
 use super::parallel::Threads;
+use super::serial::SerialBody;
 use super::{Executable, Loc, RowSplit, Step};
 use crate::CompileError;
 use crate::cost::{self, CostReport, Traffic};
@@ -41,6 +42,8 @@ pub(crate) struct Frame {
     /// The body's own arena bytes, rounded up to 64: where a range's private copies of shared
     /// outputs start in its sub arena (`RowSplit::private`).
     arena_stride: usize,
+    /// Bytes of a serial scan body's kernel tables ([`SerialBody`]), the frame's last region.
+    table_bytes: usize,
     total: usize,
 }
 
@@ -60,15 +63,28 @@ impl Frame {
             sub: offs[4],
             sub_stride,
             arena_stride: sub_stride,
+            table_bytes: 0,
             total,
         }
+    }
+
+    /// Adds the kernel tables of a serial scan body after everything else.
+    fn with_tables(mut self, bytes: usize) -> Frame {
+        self.table_bytes = bytes.next_multiple_of(64);
+        self.total += self.table_bytes;
+        self
+    }
+
+    /// Where the serial body's kernel tables start.
+    fn tables_at(&self) -> usize {
+        self.total - self.table_bytes
     }
 
     /// Makes room for `n` sub arenas (one per row range of a split scan), each with `private`
     /// more bytes after the body's arena.
     fn set_sub_arenas(&mut self, n: usize, private: usize) {
         self.sub_stride = self.arena_stride + private.next_multiple_of(64);
-        self.total = self.sub + n.max(1) * self.sub_stride;
+        self.total = self.sub + n.max(1) * self.sub_stride + self.table_bytes;
     }
 
     /// # Safety
@@ -110,6 +126,9 @@ pub(crate) enum Control {
         y_bytes: Vec<usize>,
         /// Row ranges that run the whole loop independently, on threads ([`Control::plan_split`]).
         split: Option<Split>,
+        /// The body's kernel tables kept across steps, when every body step is a kernel on the
+        /// calling thread (used unless the scan is split).
+        serial: Option<SerialBody>,
     },
     /// `lax.while_loop` (optionally bounded).
     While { cond: Executable, body: Executable, frame: Frame, cc: usize, bc: usize, max_iters: Option<u64> },
@@ -138,7 +157,9 @@ impl Control {
                 let (nc, nk) = (*num_consts, *num_carry);
                 let carry = &in_types[nc..nc + nk];
                 let slice = |t: &TensorType| bytes(t) / t.shape.dims().first().copied().unwrap_or(1).max(1);
-                let frame = Frame::new(body.params.len(), body.outputs.len(), carry, body_exe.arena_bytes);
+                let serial = body_exe.serial_body();
+                let frame = Frame::new(body.params.len(), body.outputs.len(), carry, body_exe.arena_bytes)
+                    .with_tables(serial.as_ref().map_or(0, SerialBody::table_bytes));
                 Ok(Control::Scan {
                     frame,
                     length: *length,
@@ -149,6 +170,7 @@ impl Control {
                     y_bytes: out_types[nk..].iter().map(slice).collect(),
                     body: body_exe,
                     split: None,
+                    serial,
                 })
             }
             Prim::WhileLoop { cond, body, cond_consts, body_consts, max_iters } => {
@@ -237,7 +259,10 @@ impl Control {
     pub(crate) fn trips(&self) -> String {
         match self {
             Control::Call { .. } => "once".into(),
-            Control::Scan { length, split: None, .. } => format!("{length} times"),
+            Control::Scan { length, split: None, serial: None, .. } => format!("{length} times"),
+            Control::Scan { length, split: None, serial: Some(_), .. } => {
+                format!("{length} times, the body's kernel tables kept across steps")
+            }
             Control::Scan { length, split: Some(s), .. } => {
                 format!("{length} times, rows split into {} ranges that each run the whole loop", s.chunks)
             }
@@ -284,8 +309,20 @@ impl Control {
         arena: *mut u8,
         rows: Option<(&RowSplit, Option<*mut u8>, i64, i64)>,
     ) {
-        let Control::Scan { body, frame, length, reverse, nc, nk, x_bytes, y_bytes, .. } = self else {
+        let Control::Scan { body, frame, length, reverse, nc, nk, x_bytes, y_bytes, serial, .. } = self
+        else {
             return;
+        };
+        // The serial tables, filled once for this loop (not for row ranges: their steps differ).
+        let tables = match (serial, rows) {
+            (Some(sb), None) => {
+                // SAFETY: the frame's table region, used by this loop alone.
+                let t = unsafe { scratch.add(frame.tables_at()) };
+                // SAFETY: as above; `sb` was built from `body`.
+                unsafe { sb.fill(body, t, arena) };
+                Some((sb, t))
+            }
+            _ => None,
         };
         // The first step reads the initial carries where they are and the last writes the final
         // ones into the step's outputs; steps in between alternate between the two carry buffers.
@@ -297,21 +334,36 @@ impl Control {
             for (k, p) in ins[..nc + nk].iter_mut().enumerate() {
                 *p = input(k);
             }
+            // The xs and ys slices of the first step; each later step moves them by one slice
+            // (resolving the buffers again at every step showed in W2's gradient, 13 per step).
+            let first = if *reverse { length - 1 } else { 0 };
+            for (k, xb) in x_bytes.iter().enumerate() {
+                ins[nc + nk + k] = input(nc + nk + k).add(first * xb);
+            }
+            for (k, yb) in y_bytes.iter().enumerate() {
+                outs[nk + k] = output(nk + k).add(first * yb);
+            }
             for t in 0..*length {
-                let s = if *reverse { length - 1 - t } else { t };
                 let last = t + 1 == *length;
                 for k in 0..*nk {
                     outs[k] = if last { output(k) } else { nxt.add(frame.state_offs[k]) };
                 }
-                for (k, xb) in x_bytes.iter().enumerate() {
-                    ins[nc + nk + k] = input(nc + nk + k).add(s * xb);
+                if t > 0 {
+                    for (k, &xb) in x_bytes.iter().enumerate() {
+                        let p = ins[nc + nk + k];
+                        ins[nc + nk + k] = if *reverse { p.wrapping_sub(xb) } else { p.wrapping_add(xb) };
+                    }
+                    for (k, &yb) in y_bytes.iter().enumerate() {
+                        let p = outs[nk + k];
+                        outs[nk + k] = if *reverse { p.wrapping_sub(yb) } else { p.wrapping_add(yb) };
+                    }
                 }
-                for (k, yb) in y_bytes.iter().enumerate() {
-                    outs[nk + k] = output(nk + k).add(s * yb);
-                }
-                match rows {
-                    None => body.run_raw(ins, outs, arena),
-                    Some((split, private, lo, hi)) => body.run_rows(ins, outs, arena, split, private, lo, hi),
+                match (rows, tables) {
+                    (None, Some((sb, t))) => sb.run(body, t, ins, outs, arena),
+                    (None, None) => body.run_raw(ins, outs, arena),
+                    (Some((split, private, lo, hi)), _) => {
+                        body.run_rows(ins, outs, arena, split, private, lo, hi)
+                    }
                 }
                 std::mem::swap(&mut cur, &mut nxt);
                 for k in 0..*nk {

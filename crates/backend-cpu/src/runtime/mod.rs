@@ -9,6 +9,7 @@ mod fresh;
 pub(crate) mod indexing;
 pub(crate) mod math;
 pub(crate) mod parallel;
+pub(crate) mod serial;
 pub(crate) mod sort;
 pub(crate) mod threefry;
 
@@ -613,13 +614,22 @@ impl Executable {
                 },
             }
         }
+        // SAFETY: per the contract.
+        unsafe { self.copy_outputs(ins, outs, arena) };
+    }
+
+    /// Copies into their buffers the outputs that no step writes there ([`Executable::copied_out`]).
+    ///
+    /// # Safety
+    /// As [`Executable::run_raw`], after the steps ran.
+    unsafe fn copy_outputs(&self, ins: &[*const u8], outs: &[*mut u8], arena: *mut u8) {
         for (k, l) in self.outputs.iter().enumerate() {
             if !self.copied_out(k) {
                 continue;
             }
             let bytes = self.output_types[k].shape.size() * self.output_types[k].dtype.size_bytes();
             // SAFETY: both buffers have the output's type; `copy` allows any overlap.
-            unsafe { std::ptr::copy(ptr(l).cast_const(), outs[k], bytes) };
+            unsafe { std::ptr::copy(self.loc_ptr(l, ins, outs, arena).cast_const(), outs[k], bytes) };
         }
     }
 }
