@@ -209,7 +209,8 @@ fn actuated_loss(w: Tensor) -> Tensor {
 /// A carry driven by `tanh(W · sin(t + φ))` with `t` the scanned input (W2's actuation): with the
 /// simplifier on, `jit` computes the actuation for all 50 steps before the loop, and the forward
 /// and the gradient with respect to `W` agree with the greedy compile and with eager evaluation (to
-/// float rounding: the product's sums may be reassociated by the vector path).
+/// float rounding: the product's sums may be reassociated by the vector path); the gradient's saved
+/// actuation is then read from the precomputed array, not copied per step.
 #[test]
 fn carry_independent_scan_work_runs_before_the_loop_with_the_same_values() {
     let w = Tensor::from_vec(&[4, 3], (0..12).map(|i| (i as f32 - 6.0) / 7.0).collect());
@@ -230,6 +231,14 @@ fn carry_independent_scan_work_runs_before_the_loop_with_the_same_values() {
     let eager = actuated_loss(w.clone());
     close(&on.call(&w).unwrap(), &eager);
     close(&off.call(&w).unwrap(), &eager);
+    // The gradient's forward loop saves each step's actuation for the backward loop; once the
+    // actuation is computed before the loop, that residual is the precomputed xs passed through,
+    // and `jit` reads the xs instead (`reuse_scan_xs_echoes`).
+    let traced = trace(grad(actuated_loss), &w).unwrap();
+    let (precomputed, report) =
+        kiln::transform::precompute_scan_xs_work(&kiln::transform::dce(&traced.function), &|_, _, _| true);
+    assert!(report.scans > 0, "{}", traced.function);
+    assert!(kiln::transform::reuse_scan_xs_echoes(&precomputed).1 >= 1, "{precomputed}");
     let (g_on, g_off) = (jit(grad(actuated_loss)), jit(grad(actuated_loss)).simplify(false));
     let g_eager = grad(actuated_loss)(w.clone());
     close(&g_on.call(&w).unwrap(), &g_eager);

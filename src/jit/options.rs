@@ -73,7 +73,8 @@ impl JitOptions {
 /// scatter-adds with loop-invariant indices became segment sums (over indices sorted once where
 /// their updates can be permuted; [`kiln_transform::sort_scan_scatters`]) where the backend estimates
 /// that no costlier, a scan body's carry-independent work runs for all steps before its loop where
-/// [`xs_work_verdict`] approves ([`kiln_transform::precompute_scan_xs_work`]), and the egg
+/// [`xs_work_verdict`] approves ([`kiln_transform::precompute_scan_xs_work`]), scan outputs that
+/// pass an xs slice through read that xs ([`kiln_transform::reuse_scan_xs_echoes`]), and the egg
 /// simplifier runs (`opts.fast_math` enables its fast-math rules)
 /// under both [`kiln_transform::CostModel`]s — the fused-costs extraction is taken where the
 /// backend estimates it strictly cheaper than the every-result one ([`fused_cheaper`]) — and its
@@ -138,6 +139,10 @@ pub(crate) fn backend_compile(f: &Function, opts: &JitOptions) -> Result<Executa
         } else {
             live = fissioned;
         }
+        // Scan outputs that only pass an xs slice through are that xs (exact; W2's gradient saved
+        // its precomputed actuation and sines again as residuals, a copy per step).
+        let (echoless, xs_echoes) = kiln_transform::reuse_scan_xs_echoes(&live);
+        live = echoless;
         // Extraction under both cost models (every result written, or only kernel roots'): the
         // backend's estimate picks the fused-costs program only where it is strictly cheaper.
         let run = |cost_model| {
@@ -162,7 +167,8 @@ pub(crate) fn backend_compile(f: &Function, opts: &JitOptions) -> Result<Executa
              {sorted_scatters} scatter-adds with loop-invariant indices made segment sums; \
              {split_carries} scan carries carried as their columns; \
              {dot_transposes} loop constants of products transposed before their loops; \
-             carry-independent work: {} equations computed for all steps before {} scans ({} scans refused)",
+             carry-independent work: {} equations computed for all steps before {} scans ({} scans refused); \
+             {xs_echoes} scan outputs that passed an xs slice through read that xs instead",
             hoist.hoisted, hoist.scans, hoist.refused, xs_work.moved, xs_work.scans, xs_work.refused
         ));
         // Literal loop constants become constants of their loop bodies, where the backend sees

@@ -19,7 +19,9 @@
 //!   are contiguous, and [`split_scan_carry_columns`] carries a carry with a short last axis as
 //!   its columns, the body computing column by column; [`sink_scan_constants`] makes loop constants that are literals constants of
 //!   the loop's body; [`precompute_scan_xs_work`] computes a scan body's carry-independent work
-//!   for all steps before the loop (vmapped over the scan axis).
+//!   for all steps before the loop (vmapped over the scan axis); [`reuse_scan_xs_echoes`] drops
+//!   scan outputs that only pass an `xs` slice through (reverse mode's saved inputs), their
+//!   readers reading the `xs` itself.
 //! * [`simplify`](mod@simplify): equality-saturation simplification with egg (named IEEE-exact rules,
 //!   a DAG-cost extractor, bounded per-region runs).
 #![warn(missing_docs)]
@@ -34,6 +36,7 @@ mod scan_carry_split;
 mod scan_constants;
 mod scan_dot_layout;
 mod scan_xs;
+mod scan_xs_echo;
 pub mod simplify;
 mod sorted_scatter;
 mod var_map;
@@ -45,5 +48,6 @@ pub use scan_carry_split::split_scan_carry_columns;
 pub use scan_constants::sink_scan_constants;
 pub use scan_dot_layout::transpose_scan_dot_constants;
 pub use scan_xs::{XsWorkReport, precompute_scan_xs_work};
+pub use scan_xs_echo::reuse_scan_xs_echoes;
 pub use simplify::{CostModel, RegionReport, SimplifyOptions, SimplifyReport, StopReason, simplify};
 pub use sorted_scatter::sort_scan_scatters;
