@@ -27,6 +27,7 @@ mod error;
 mod fusion;
 mod grouping;
 mod options;
+mod pipeline;
 mod plan;
 mod runtime;
 pub mod vmath;

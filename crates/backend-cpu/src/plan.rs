@@ -9,10 +9,12 @@ use crate::cost::{self, Traffic};
 use crate::dump::{self, PlanText};
 use crate::fusion::{self, Role};
 use crate::grouping::{self, Item};
+use crate::pipeline;
 use crate::runtime::control::{Control, SubCompiler};
 use crate::runtime::cumulative::CumulativePlan;
 use crate::runtime::indexing::{ScatterPlan, SegmentSumPlan};
 use crate::runtime::parallel::Threads;
+use crate::runtime::pipeline::Pipeline;
 use crate::runtime::sort::SortPlan;
 use crate::runtime::{Aligned, Executable, Loc, Op, Step, dot::DotPlan};
 use crate::{CompileError, CompileOptions};
@@ -63,6 +65,8 @@ struct Draft {
     outputs: Vec<Var>,
     scratch_bytes: usize,
     traffic: Traffic,
+    /// A runtime step's equation.
+    eqn: Option<usize>,
 }
 
 fn bytes(t: &TensorType) -> usize {
@@ -459,8 +463,9 @@ fn compile_at(
                     _ => {
                         // Only a control-flow body can be a split scan's (`Executable::row_split`);
                         // a function the user calls never asks, so it is not walked for it.
+                        // (A top-level function asks too: a pipelined chain, `crate::pipeline`.)
                         let local = |v: Var| {
-                            !top && members
+                            members
                                 .iter()
                                 .all(|m| grouping::row_local(f, m.0, &inline, &[v], &|w| resolve(&w)))
                         };
@@ -474,6 +479,7 @@ fn compile_at(
                     outputs: roots.iter().map(|&r| f.eqns[r].outputs[0]).collect(),
                     scratch_bytes: 0,
                     traffic,
+                    eqn: None,
                 });
                 continue;
             }
@@ -573,15 +579,43 @@ fn compile_at(
                     outputs: e.outputs.to_vec(),
                     scratch_bytes,
                     traffic,
+                    eqn: Some(i),
                 });
             }
         }
     }
+    // Steps whose rows a scan consumes as they are computed, on another thread (`crate::pipeline`).
+    // Top level only: a body's call may already run inside a rayon job (a split scan's range),
+    // whose queue the loop's waits would then take other work from.
+    let chains = if thread_count > 1 && top {
+        let views: Vec<pipeline::StepView> = drafts
+            .iter()
+            .map(|d| pipeline::StepView {
+                op: &d.op,
+                inputs: &d.inputs,
+                outputs: &d.outputs,
+                scratch_bytes: d.scratch_bytes,
+                eqn: d.eqn,
+            })
+            .collect();
+        pipeline::find(f, &views)
+    } else {
+        Vec::new()
+    };
     // 2. Liveness: the last step reading each variable (outputs live in the caller's buffers).
     let mut last_use = vec![None; f.vars.len()];
     for (s, d) in drafts.iter().enumerate() {
         for v in &d.inputs {
             last_use[v.index()] = Some(s);
+        }
+    }
+    // A pipelined chain's operands and results stay live until its scan ends: the chain runs
+    // while the scan does.
+    for c in &chains {
+        for (d, _) in drafts[c.first..c.scan].iter().zip(&c.members).filter(|(_, m)| **m) {
+            for v in d.inputs.iter().chain(&d.outputs) {
+                last_use[v.index()] = last_use[v.index()].max(Some(c.scan));
+            }
         }
     }
     // Each computed output is written straight into the caller's buffer by its step: the first
@@ -600,6 +634,18 @@ fn compile_at(
         loc[c.var.index()] = Some(Loc::Const(i));
     }
     if let Some(t) = &mut text {
+        for c in &chains {
+            let p = Pipeline::new(c);
+            let steps: Vec<String> =
+                (c.first..c.scan).filter(|&i| c.members[i - c.first]).map(|i| i.to_string()).collect();
+            t.section(&format!(
+                "pipelined: steps {} run in blocks of {} rows on another thread while step {}'s scan \
+                 consumes them (when the call has a second thread)",
+                steps.join(", "),
+                p.block,
+                c.scan
+            ));
+        }
         t.section("buffers");
     }
     let mut arena = Arena::default();
@@ -679,10 +725,11 @@ fn compile_at(
         pool: Mutex::new(Vec::new()),
         threads: threads.clone(),
         parallel: false,
+        pipelines: chains.iter().map(Pipeline::new).collect(),
         compile_time: Default::default(),
         _code: code,
     };
-    exe.parallel = exe.steps.iter().any(|s| s.op.parallel());
+    exe.parallel = !exe.pipelines.is_empty() || exe.steps.iter().any(|s| s.op.parallel());
     exe.compile_time = start.elapsed();
     if let (Some(folder), Some(t)) = (folder, text) {
         let plan = t.finish(&exe, &exe.outputs);

@@ -9,6 +9,7 @@ use super::{Executable, Loc, RowSplit, Step};
 use crate::CompileError;
 use crate::cost::{self, CostReport, Traffic};
 use kiln_ir::{Function, Prim, TensorType};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Compiles a sub-function; the label names it in the debug dump (`body`, `cond`, `branch1`...).
 pub(crate) type SubCompiler<'a> = dyn Fn(&Function, &str) -> Result<Executable, CompileError> + 'a;
@@ -230,6 +231,16 @@ impl Control {
         }
     }
 
+    /// A forward scan that is not split over threads: (its length, the position of its first xs
+    /// among the step's inputs). Such a scan can start before its xs are complete
+    /// ([`crate::pipeline`]): step `t` waits only for their row `t`.
+    pub(crate) fn pipelinable_scan(&self) -> Option<(usize, usize)> {
+        match self {
+            Control::Scan { length, reverse: false, nc, nk, split: None, .. } => Some((*length, nc + nk)),
+            _ => None,
+        }
+    }
+
     /// Whether a step of this control flow runs on several threads.
     pub(crate) fn parallel(&self) -> bool {
         matches!(self, Control::Scan { split: Some(_), .. }) || self.subs().iter().any(|(_, x)| x.parallel)
@@ -308,6 +319,7 @@ impl Control {
         scratch: *mut u8,
         arena: *mut u8,
         rows: Option<(&RowSplit, Option<*mut u8>, i64, i64)>,
+        ready: Option<&AtomicUsize>,
     ) {
         let Control::Scan { body, frame, length, reverse, nc, nk, x_bytes, y_bytes, serial, .. } = self
         else {
@@ -357,6 +369,10 @@ impl Control {
                         let p = outs[nk + k];
                         outs[nk + k] = if *reverse { p.wrapping_sub(yb) } else { p.wrapping_add(yb) };
                     }
+                }
+                if let Some(ready) = ready {
+                    // A pipelined producer computes the xs in blocks of rows (`runtime::pipeline`).
+                    wait_for(ready, t + 1);
                 }
                 match (rows, tables) {
                     (None, Some((sb, t))) => sb.run(body, t, ins, outs, arena),
@@ -412,6 +428,7 @@ impl Control {
                         scratch,
                         arena,
                         Some((&sp.body, private, lo, hi)),
+                        None,
                     );
                 }
             }
@@ -421,12 +438,16 @@ impl Control {
 
     /// # Safety
     /// The step's buffers have the planned types and `scratch` has `scratch_bytes()` bytes.
+    ///
+    /// With `ready` (a pipelined forward scan, [`Control::pipelinable_scan`]), step `t` of the
+    /// loop first waits until `ready` exceeds `t`: the xs rows up to it are written.
     pub(crate) unsafe fn run(
         &self,
         step: &Step,
         ptr: &dyn Fn(&Loc) -> *mut u8,
         scratch: *mut u8,
         threads: &Threads,
+        ready: Option<&AtomicUsize>,
     ) {
         let input = |k: usize| ptr(&step.inputs[k]);
         let output = |k: usize| ptr(&step.outputs[k]);
@@ -448,7 +469,16 @@ impl Control {
                     }
                     let Some(sp) = split else {
                         let (ins, outs, _) = frame.tables(scratch);
-                        self.scan_loop(ins, outs, &input, &output, scratch, scratch.add(frame.sub), None);
+                        self.scan_loop(
+                            ins,
+                            outs,
+                            &input,
+                            &output,
+                            scratch,
+                            scratch.add(frame.sub),
+                            None,
+                            ready,
+                        );
                         return;
                     };
                     let ins_at: Vec<usize> = (0..step.inputs.len()).map(|k| input(k) as usize).collect();
@@ -508,6 +538,22 @@ impl Control {
                     branches[b].run_raw(ins, outs, scratch.add(frame.sub));
                 }
             }
+        }
+    }
+}
+
+/// Waits until `ready` is at least `n` (acquiring what the producer wrote before it said so):
+/// spinning first (a block of rows takes microseconds, and a sleeping pool thread as long to take
+/// the producer), then running the producer here if it is still queued on this thread (no other
+/// thread took it), else yielding the core.
+fn wait_for(ready: &AtomicUsize, n: usize) {
+    let mut spins = 0u32;
+    while ready.load(Ordering::Acquire) < n {
+        if spins < 1 << 12 {
+            std::hint::spin_loop();
+            spins += 1;
+        } else if !matches!(rayon::yield_local(), Some(rayon::Yield::Executed)) {
+            std::thread::yield_now();
         }
     }
 }

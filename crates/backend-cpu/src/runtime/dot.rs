@@ -244,6 +244,26 @@ impl DotPlan {
         self.chunks
     }
 
+    /// The rows `m` of a single gemm whose operands are both read in place (then
+    /// [`DotPlan::run_rows`] computes any block of its rows), else `None`.
+    pub(crate) fn row_block_rows(&self) -> Option<usize> {
+        (self.batch == 1 && !self.lhs.is_packed() && !self.rhs.is_packed() && self.k > 0).then_some(self.m)
+    }
+
+    /// Rows `lo..hi` of the result of a plan with [`DotPlan::row_block_rows`]: the same
+    /// micro-kernel sums as [`DotPlan::run`] computes for them (bitwise the same).
+    ///
+    /// # Safety
+    /// As [`DotPlan::run`]; `row_block_rows()` is `Some(m)` and `lo ≤ hi ≤ m`.
+    pub(crate) unsafe fn run_rows(&self, lhs: *const u8, rhs: *const u8, out: *mut u8, lo: usize, hi: usize) {
+        let a = self.block(&self.lhs, lhs, lhs, 0, self.m, self.k);
+        let b = self.block(&self.rhs, rhs, rhs, 0, self.k, self.n);
+        if self.n > 0 && lo < hi {
+            // SAFETY: per the contract (one batch, operands in place).
+            unsafe { self.gemm_rows(a, b, out, lo, hi) };
+        }
+    }
+
     /// Multiply-adds counted as two operations: `2·batch·m·k·n`.
     pub(crate) fn flops(&self) -> usize {
         2 * self.batch * self.m * self.k * self.n

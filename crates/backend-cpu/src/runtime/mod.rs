@@ -9,6 +9,7 @@ mod fresh;
 pub(crate) mod indexing;
 pub(crate) mod math;
 pub(crate) mod parallel;
+pub(crate) mod pipeline;
 pub(crate) mod serial;
 pub(crate) mod sort;
 pub(crate) mod threefry;
@@ -20,7 +21,7 @@ use crate::cost::{CostReport, Traffic};
 use kiln_ir::{Array, TensorType};
 use std::mem::MaybeUninit;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use std::time::Duration;
 
 /// Where a value lives during a call.
@@ -198,6 +199,8 @@ pub struct Executable {
     /// Whether some step (or a step of a control-flow body) splits over threads: calls then run
     /// on a pool thread ([`parallel::Threads::run_in_pool`]).
     pub(crate) parallel: bool,
+    /// Steps that run on another thread while a scan consumes their rows ([`crate::pipeline`]).
+    pub(crate) pipelines: Box<[pipeline::Pipeline]>,
     /// Wall time of compilation, sub-functions included.
     pub(crate) compile_time: Duration,
     pub(crate) _code: Code,
@@ -504,13 +507,46 @@ impl Executable {
     /// of output `k`'s type (not overlapping any input or the arena), and `arena` to
     /// `self.arena_bytes` writable bytes aligned to 16, used by no one else during the call.
     pub(crate) unsafe fn run_raw(&self, ins: &[*const u8], outs: &[*mut u8], arena: *mut u8) {
+        let mut next = 0;
+        while next < self.steps.len() {
+            match self.pipelines.iter().find(|p| p.first == next) {
+                // SAFETY (both arms): per the contract.
+                Some(p) if self.threads.count() > 1 => unsafe {
+                    self.run_pipeline(p, ins, outs, arena);
+                    next = p.scan + 1;
+                },
+                _ => unsafe {
+                    self.run_step(next, ins, outs, arena, None);
+                    next += 1;
+                },
+            }
+        }
+        // SAFETY: per the contract.
+        unsafe { self.copy_outputs(ins, outs, arena) };
+    }
+
+    /// Runs step `i` of [`Executable::run_raw`]; `ready` as in [`control::Control::run`] for a
+    /// pipelined scan.
+    ///
+    /// # Safety
+    /// As [`Executable::run_raw`], the steps before `i` having run (a pipelined scan's xs rows as
+    /// `ready` says).
+    unsafe fn run_step(
+        &self,
+        i: usize,
+        ins: &[*const u8],
+        outs: &[*mut u8],
+        arena: *mut u8,
+        ready: Option<&AtomicUsize>,
+    ) {
         // SAFETY: per the contract.
         let ptr = |l: &Loc| unsafe { self.loc_ptr(l, ins, outs, arena) };
         // SAFETY: `*const u8` and `*mut u8` have the same layout.
         let ins_mut = unsafe { std::slice::from_raw_parts(ins.as_ptr().cast::<*mut u8>(), ins.len()) };
         let arena_base = [arena];
         let bases: Bases = [ins_mut, outs, &self.const_ptrs, &arena_base];
-        for step in &self.steps {
+        let step = &self.steps[i];
+        {
             // SAFETY: the plan sized every step's scratch space inside the arena.
             let scratch = unsafe { arena.add(step.scratch) };
             match &step.op {
@@ -578,7 +614,7 @@ impl Executable {
                     let (l, r, o) = (ptr(&step.inputs[0]), ptr(&step.inputs[1]), ptr(&step.outputs[0]));
                     d.run(l, r, o, scratch, &self.threads)
                 },
-                Op::Control(c) => unsafe { c.run(step, &ptr, scratch, &self.threads) },
+                Op::Control(c) => unsafe { c.run(step, &ptr, scratch, &self.threads, ready) },
                 Op::Threefry { n, chunks } => {
                     let at = |k: usize| ptr(&step.inputs[k]) as usize;
                     let (ins, outs) = (
@@ -614,8 +650,6 @@ impl Executable {
                 },
             }
         }
-        // SAFETY: per the contract.
-        unsafe { self.copy_outputs(ins, outs, arena) };
     }
 
     /// Copies into their buffers the outputs that no step writes there ([`Executable::copied_out`]).

@@ -75,6 +75,20 @@ impl Threads {
         }
     }
 
+    /// Runs `a` on this thread and offers `b` to the other threads of the pool (rayon's `join`:
+    /// if none takes it, this thread runs it after `a`, or when `a` calls `rayon::yield_local`);
+    /// returns when both are done. Serial: `a`, then `b`.
+    pub(crate) fn join(&self, a: impl FnOnce() + Send, b: impl FnOnce() + Send) {
+        match self {
+            Threads::Serial => {
+                a();
+                b();
+            }
+            Threads::Global => _ = rayon::join(a, b),
+            Threads::Pool(p) => _ = p.join(a, b),
+        }
+    }
+
     /// Calls `f(lo, hi)` on `chunks` contiguous, disjoint row ranges covering `0..rows`, in parallel
     /// where `chunks > 1`. Which thread runs which range never changes what a range computes.
     pub(crate) fn for_rows(&self, rows: i64, chunks: usize, f: &(dyn Fn(i64, i64) + Sync)) {

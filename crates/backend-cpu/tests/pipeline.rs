@@ -1,0 +1,119 @@
+//! A chain of steps computing a forward scan's xs row by row (W2's precomputed actuation: a sine
+//! kernel, a matrix product, a tanh kernel) runs in blocks of rows on another thread while the
+//! scan consumes them (`crate::pipeline`). Results must be bitwise those of one thread (no
+//! pipeline), and the interpreter's up to the JIT's own transcendentals; chains the scan reads
+//! whole, or a reversed scan, are not pipelined.
+
+use kiln_backend_cpu::{CompileOptions, compile_with};
+use kiln_ir::{Array, Function, eval, parse};
+
+fn opts(threads: usize) -> CompileOptions {
+    CompileOptions { threads: Some(threads), dump_dir: None, min_task_work: None, multi_output: true }
+}
+
+/// The plan listing of `f` compiled on `threads` threads.
+fn plan_text(f: &Function, threads: usize) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    compile_with(f, &CompileOptions { dump_dir: Some(dir.path().to_path_buf()), ..opts(threads) }).unwrap();
+    let folder = std::fs::read_dir(dir.path()).unwrap().next().unwrap().unwrap().path();
+    std::fs::read_to_string(folder.join("plan.txt")).unwrap()
+}
+
+/// `c_{t+1} = 0.5·c_t + tanh(W·sin(t + φ))` (W2's shapes: `W: [120, 10]`) over `length` steps
+/// (ys: each step's `0.5·c_t`), the
+/// actuation computed for all steps before the loop. `reverse` and `whole`: the scan's direction,
+/// and whether it also reads the actuation whole (as a loop constant); `transposed`: `W` comes
+/// as `[10, 120]` and is transposed between the sines and the product (W2's gradient), a step
+/// that is not in the chain and runs before it.
+fn actuated(length: usize, reverse: bool, whole: bool, transposed: bool) -> Function {
+    let (consts, k, read) =
+        if whole { (1, format!("h:f32[{length},120] "), "h ") } else { (0, String::new(), "") };
+    let (w_type, w_use) = if transposed {
+        ("f32[10,120]", "wm:f32[120,10] = transpose[permutation=(1, 0)] w\n    ")
+    } else {
+        ("f32[120,10]", "")
+    };
+    let wm = if transposed { "wm" } else { "w" };
+    let src = format!(
+        "{{ lambda w:{w_type} c0:f32[120] ts:f32[{length}] ph:f32[10] . let
+    tb:f32[{length},10] = broadcast_in_dim[shape=({length}, 10) broadcast_dimensions=(0,)] ts
+    pb:f32[{length},10] = broadcast_in_dim[shape=({length}, 10) broadcast_dimensions=(1,)] ph
+    a:f32[{length},10] = add tb pb
+    s:f32[{length},10] = sin a
+    {w_use}m:f32[{length},120] = dot_general[lhs_contracting=(1,) rhs_contracting=(1,) lhs_batch=() rhs_batch=() preferred_element_type=none] s {wm}
+    h:f32[{length},120] = tanh m
+    c:f32[120] ys:f32[{length},120] = scan[length={length} reverse={reverse} num_consts={consts} num_carry=1 body={{ lambda {k}c:f32[120] x:f32[120] ; half:f32[] = 0.5 . let
+        hb:f32[120] = broadcast_in_dim[shape=(120,) broadcast_dimensions=()] half
+        d:f32[120] = mul c hb
+        e:f32[120] = add d x
+      in (e, d) }}] {read}c0 h
+  in (c, ys) }}"
+    );
+    parse(&src).unwrap_or_else(|e| panic!("{e}\n{src}"))
+}
+
+/// Inputs whose times are `t·dt`: calls with different `dt` leave different xs rows in the arena,
+/// so a loop step that read its row before the producer wrote it would see another call's values.
+fn args(length: usize, dt: f32, transposed: bool) -> Vec<Array> {
+    let w = (0..1200).map(|i| ((i * 7 % 11) as f32 - 5.0) / 16.0).collect();
+    let w_dims: &[usize] = if transposed { &[10, 120] } else { &[120, 10] };
+    let c0 = (0..120).map(|i| if i == 3 { -0.0 } else { ((i * 5 % 9) as f32 - 4.0) / 3.0 }).collect();
+    vec![
+        Array::from_vec(w_dims, w),
+        Array::from_vec(&[120], c0),
+        Array::from_vec(&[length], (0..length).map(|t| t as f32 * dt).collect()),
+        Array::from_vec(&[10], (0..10).map(|j| j as f32 * 0.628).collect()),
+    ]
+}
+
+#[test]
+fn a_pipelined_chain_gives_the_bits_of_one_thread() {
+    // Lengths below, at and past one block per row (16 blocks), and not a multiple of 16.
+    for (length, transposed) in [(2, false), (5, false), (16, false), (17, true), (1000, false), (1000, true)]
+    {
+        let f = actuated(length, false, false, transposed);
+        let plan = plan_text(&f, 2);
+        assert!(plan.contains("pipelined: steps"), "length {length}:\n{plan}");
+        // Short, the product is inlined into one kernel with the sines and the tanh; at 1000
+        // steps it is a gemm step between two kernels.
+        if length == 1000 {
+            let members = if transposed { "steps 0, 2, 3 " } else { "steps 0, 1, 2 " };
+            assert!(plan.contains(&format!("pipelined: {members}")) && plan.contains("gemm"), "{plan}");
+        }
+        assert!(!plan_text(&f, 1).contains("pipelined"), "one thread never pipelines");
+        let (a, b) = (args(length, 0.04, transposed), args(length, -0.03, transposed));
+        let serial = compile_with(&f, &opts(1)).unwrap();
+        let (one_a, one_b) = (serial.run(&a).unwrap(), serial.run(&b).unwrap());
+        let exe = compile_with(&f, &opts(2)).unwrap();
+        for call in 0..40 {
+            let (x, want) = if call % 2 == 0 { (&a, &one_a) } else { (&b, &one_b) };
+            for (k, (g, w)) in exe.run(x).unwrap().iter().zip(want).enumerate() {
+                assert!(g.bitwise_eq(w), "output {k}, length {length}, call {call}:\n{g:?}\n{w:?}");
+            }
+        }
+        // The interpreter, up to the JIT's sin and tanh (vmath, within 1.5 ulp) and the gemm's sums.
+        for (g, w) in one_a.iter().zip(eval(&f, &a).unwrap()) {
+            let (g, w) = (g.to_vec::<f32>().unwrap(), w.to_vec::<f32>().unwrap());
+            for (x, y) in g.iter().zip(&w) {
+                assert!((x - y).abs() <= 1e-5 * y.abs().max(1.0), "{x} vs interpreter {y}");
+            }
+        }
+    }
+}
+
+#[test]
+fn reversed_scans_and_xs_read_whole_are_not_pipelined() {
+    for (reverse, whole) in [(true, false), (false, true)] {
+        let f = actuated(40, reverse, whole, false);
+        let plan = plan_text(&f, 2);
+        assert!(!plan.contains("pipelined"), "reverse {reverse}, whole {whole}:\n{plan}");
+        let a = args(40, 0.04, false);
+        let (one, two) = (
+            compile_with(&f, &opts(1)).unwrap().run(&a).unwrap(),
+            compile_with(&f, &opts(2)).unwrap().run(&a).unwrap(),
+        );
+        for (g, w) in two.iter().zip(&one) {
+            assert!(g.bitwise_eq(w));
+        }
+    }
+}
