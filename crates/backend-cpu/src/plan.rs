@@ -461,9 +461,9 @@ fn compile_at(
                         }
                     }
                     _ => {
-                        // Only a control-flow body can be a split scan's (`Executable::row_split`);
-                        // a function the user calls never asks, so it is not walked for it.
-                        // (A top-level function asks too: a pipelined chain, `crate::pipeline`.)
+                        // Which leaves are read only in the written row: a control-flow body's
+                        // split scan asks (`Executable::row_split`), and a top-level function's
+                        // pipelined chain (`crate::pipeline`).
                         let local = |v: Var| {
                             members
                                 .iter()

@@ -198,12 +198,18 @@ impl Executable {
         donor
     }
 
-    /// Whether a step reads parameter `i` at or after the step that writes output `k` in place.
+    /// Whether a step reads parameter `i` at or after the step that writes output `k` in place. A
+    /// step of a pipelined range (`runtime::pipeline`) counts as running from the range's first
+    /// step: its other steps run first, and its chain alongside the scan.
     fn read_after_write(&self, i: usize, k: usize) -> bool {
         let reads = |s: &super::Step| s.inputs.iter().any(|l| matches!(l, Loc::Param(j) if *j == i));
         let writes = |s: &super::Step| s.outputs.iter().any(|l| matches!(l, Loc::Out(j) if *j == k));
         match self.steps.iter().position(writes) {
-            Some(w) => self.steps[w..].iter().any(reads),
+            Some(w) => {
+                let start =
+                    self.pipelines.iter().find(|p| p.first <= w && w <= p.scan).map_or(w, |p| p.first);
+                self.steps[start..].iter().any(reads)
+            }
             None => false,
         }
     }

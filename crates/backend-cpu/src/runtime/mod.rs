@@ -546,109 +546,106 @@ impl Executable {
         let arena_base = [arena];
         let bases: Bases = [ins_mut, outs, &self.const_ptrs, &arena_base];
         let step = &self.steps[i];
-        {
-            // SAFETY: the plan sized every step's scratch space inside the arena.
-            let scratch = unsafe { arena.add(step.scratch) };
-            match &step.op {
-                Op::Kernel { kernel, rows, chunks, .. } => {
-                    let mut table = Table::new();
-                    table.fill_slots(step, &bases, &[]);
-                    let kernel = self.kernels[*kernel];
-                    let table = &table;
-                    // SAFETY: the kernel reads its leaves and writes rows lo..hi of each of its outputs
-                    // within their types' sizes (indices clamped at compile time), through this table;
-                    // row ranges are disjoint, so parallel calls write disjoint memory. A member of a
-                    // multi-output kernel reads an earlier member's output only at rows lo..hi, which
-                    // this same call wrote before (`grouping::row_local`).
-                    let rows_of = |lo: i64, hi: i64| unsafe { kernel(table.as_ptr(), lo, hi) };
-                    self.threads.for_rows(*rows, *chunks, &rows_of);
-                }
-                Op::SegmentKernel { kernel, rows, chunks, ids, segments, out_bytes } => {
-                    let flag = AtomicU8::new(0);
-                    let mut table = Table::new();
-                    table.fill_slots(step, &bases, &[flag.as_ptr()]);
-                    let (kernel, table) = (self.kernels[*kernel], &table);
-                    // SAFETY: as `Op::Kernel`; the outputs are this step's own buffers of
-                    // `out_bytes`, and ranges own disjoint segments, so parallel calls write
-                    // disjoint memory (a call that meets another range's segment writes the flag
-                    // and returns).
-                    let run = |lo: i64, hi: i64| unsafe { kernel(table.as_ptr(), lo, hi) };
-                    let zero = || {
-                        for (out, &n) in step.outputs.iter().zip(out_bytes.iter()) {
-                            // SAFETY: all-zero bytes are 0.0 in f32 and f64; the buffer holds `n`.
-                            unsafe { std::ptr::write_bytes(ptr(out), 0, n) };
-                        }
-                    };
-                    zero();
-                    let n = *rows as usize;
-                    if *chunks < 2 || n < 2 * *chunks || out_bytes.len() > 1 {
-                        run(0, *rows);
+        // SAFETY: the plan sized every step's scratch space inside the arena.
+        let scratch = unsafe { arena.add(step.scratch) };
+        match &step.op {
+            Op::Kernel { kernel, rows, chunks, .. } => {
+                let mut table = Table::new();
+                table.fill_slots(step, &bases, &[]);
+                let kernel = self.kernels[*kernel];
+                let table = &table;
+                // SAFETY: the kernel reads its leaves and writes rows lo..hi of each of its outputs
+                // within their types' sizes (indices clamped at compile time), through this table;
+                // row ranges are disjoint, so parallel calls write disjoint memory. A member of a
+                // multi-output kernel reads an earlier member's output only at rows lo..hi, which
+                // this same call wrote before (`grouping::row_local`).
+                let rows_of = |lo: i64, hi: i64| unsafe { kernel(table.as_ptr(), lo, hi) };
+                self.threads.for_rows(*rows, *chunks, &rows_of);
+            }
+            Op::SegmentKernel { kernel, rows, chunks, ids, segments, out_bytes } => {
+                let flag = AtomicU8::new(0);
+                let mut table = Table::new();
+                table.fill_slots(step, &bases, &[flag.as_ptr()]);
+                let (kernel, table) = (self.kernels[*kernel], &table);
+                // SAFETY: as `Op::Kernel`; the outputs are this step's own buffers of
+                // `out_bytes`, and ranges own disjoint segments, so parallel calls write
+                // disjoint memory (a call that meets another range's segment writes the flag
+                // and returns).
+                let run = |lo: i64, hi: i64| unsafe { kernel(table.as_ptr(), lo, hi) };
+                let zero = || {
+                    for (out, &n) in step.outputs.iter().zip(out_bytes.iter()) {
+                        // SAFETY: all-zero bytes are 0.0 in f32 and f64; the buffer holds `n`.
+                        unsafe { std::ptr::write_bytes(ptr(out), 0, n) };
+                    }
+                };
+                zero();
+                let n = *rows as usize;
+                if *chunks < 2 || n < 2 * *chunks || out_bytes.len() > 1 {
+                    run(0, *rows);
+                } else {
+                    let ids = ptr(&step.inputs[*ids]).cast_const().cast::<i32>();
+                    // SAFETY: the ids are `rows` i32s (the plan's types); `k < rows`.
+                    let id = |k: usize| i64::from(unsafe { *ids.add(k) });
+                    let cuts = indexing::segment_cuts(n, *chunks, *segments, id);
+                    // The kernel derives the same bounds from `ids[lo]`, `ids[hi]` (clamped to
+                    // the segments, which keeps disjoint ranges disjoint); inverted ones run
+                    // on one thread.
+                    if indexing::disjoint(&indexing::owned_segments(&cuts, n, id)) {
+                        let ranges = |lo: i64, hi: i64| {
+                            for c in lo as usize..hi as usize {
+                                run(cuts[c] as i64, cuts[c + 1] as i64);
+                            }
+                        };
+                        self.threads.for_rows(*chunks as i64, *chunks, &ranges);
                     } else {
-                        let ids = ptr(&step.inputs[*ids]).cast_const().cast::<i32>();
-                        // SAFETY: the ids are `rows` i32s (the plan's types); `k < rows`.
-                        let id = |k: usize| i64::from(unsafe { *ids.add(k) });
-                        let cuts = indexing::segment_cuts(n, *chunks, *segments, id);
-                        // The kernel derives the same bounds from `ids[lo]`, `ids[hi]` (clamped to
-                        // the segments, which keeps disjoint ranges disjoint); inverted ones run
-                        // on one thread.
-                        if indexing::disjoint(&indexing::owned_segments(&cuts, n, id)) {
-                            let ranges = |lo: i64, hi: i64| {
-                                for c in lo as usize..hi as usize {
-                                    run(cuts[c] as i64, cuts[c + 1] as i64);
-                                }
-                            };
-                            self.threads.for_rows(*chunks as i64, *chunks, &ranges);
-                        } else {
-                            flag.store(1, Ordering::Relaxed);
-                        }
-                        if flag.load(Ordering::Relaxed) != 0 {
-                            zero();
-                            run(0, *rows);
-                        }
+                        flag.store(1, Ordering::Relaxed);
+                    }
+                    if flag.load(Ordering::Relaxed) != 0 {
+                        zero();
+                        run(0, *rows);
                     }
                 }
-                // SAFETY: operand and output have the planned type and do not overlap.
-                Op::Cumulative(c) => unsafe { c.run(ptr(&step.inputs[0]), ptr(&step.outputs[0])) },
-                // SAFETY (three arms): operand buffers have the types the plan was built for.
-                Op::Dot(d) => unsafe {
-                    let (l, r, o) = (ptr(&step.inputs[0]), ptr(&step.inputs[1]), ptr(&step.outputs[0]));
-                    d.run(l, r, o, scratch, &self.threads)
-                },
-                Op::Control(c) => unsafe { c.run(step, &ptr, scratch, &self.threads, ready) },
-                Op::Threefry { n, chunks } => {
-                    let at = |k: usize| ptr(&step.inputs[k]) as usize;
-                    let (ins, outs) = (
-                        [at(0), at(1), at(2), at(3)],
-                        [ptr(&step.outputs[0]) as usize, ptr(&step.outputs[1]) as usize],
-                    );
-                    // SAFETY: operand buffers hold `n` u32s each (the plan's types); ranges are
-                    // disjoint, so parallel calls write disjoint output elements.
-                    let range =
-                        |lo: i64, hi: i64| unsafe { threefry::run(lo as usize, hi as usize, ins, outs) };
-                    self.threads.for_rows(*n as i64, *chunks, &range);
-                }
-                // SAFETY (three arms): as above; outputs are fresh arena buffers, never an input's.
-                Op::Sort(s) => unsafe {
-                    s.run(
-                        &|j| ptr(&step.inputs[j]).cast_const(),
-                        &|j| ptr(&step.outputs[j]),
-                        scratch,
-                        &self.threads,
-                    )
-                },
-                Op::Scatter(s) => unsafe {
-                    let p = |k: usize| ptr(&step.inputs[k]).cast_const();
-                    s.run(p(0), p(1), p(2), ptr(&step.outputs[0]))
-                },
-                Op::SegmentSum(s) => unsafe {
-                    s.run(
-                        ptr(&step.inputs[0]).cast_const(),
-                        ptr(&step.inputs[1]).cast_const(),
-                        ptr(&step.outputs[0]),
-                        &self.threads,
-                    )
-                },
             }
+            // SAFETY: operand and output have the planned type and do not overlap.
+            Op::Cumulative(c) => unsafe { c.run(ptr(&step.inputs[0]), ptr(&step.outputs[0])) },
+            // SAFETY (three arms): operand buffers have the types the plan was built for.
+            Op::Dot(d) => unsafe {
+                let (l, r, o) = (ptr(&step.inputs[0]), ptr(&step.inputs[1]), ptr(&step.outputs[0]));
+                d.run(l, r, o, scratch, &self.threads)
+            },
+            Op::Control(c) => unsafe { c.run(step, &ptr, scratch, &self.threads, ready) },
+            Op::Threefry { n, chunks } => {
+                let at = |k: usize| ptr(&step.inputs[k]) as usize;
+                let (ins, outs) = (
+                    [at(0), at(1), at(2), at(3)],
+                    [ptr(&step.outputs[0]) as usize, ptr(&step.outputs[1]) as usize],
+                );
+                // SAFETY: operand buffers hold `n` u32s each (the plan's types); ranges are
+                // disjoint, so parallel calls write disjoint output elements.
+                let range = |lo: i64, hi: i64| unsafe { threefry::run(lo as usize, hi as usize, ins, outs) };
+                self.threads.for_rows(*n as i64, *chunks, &range);
+            }
+            // SAFETY (three arms): as above; outputs are fresh arena buffers, never an input's.
+            Op::Sort(s) => unsafe {
+                s.run(
+                    &|j| ptr(&step.inputs[j]).cast_const(),
+                    &|j| ptr(&step.outputs[j]),
+                    scratch,
+                    &self.threads,
+                )
+            },
+            Op::Scatter(s) => unsafe {
+                let p = |k: usize| ptr(&step.inputs[k]).cast_const();
+                s.run(p(0), p(1), p(2), ptr(&step.outputs[0]))
+            },
+            Op::SegmentSum(s) => unsafe {
+                s.run(
+                    ptr(&step.inputs[0]).cast_const(),
+                    ptr(&step.inputs[1]).cast_const(),
+                    ptr(&step.outputs[0]),
+                    &self.threads,
+                )
+            },
         }
     }
 
