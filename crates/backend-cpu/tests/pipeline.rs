@@ -4,6 +4,8 @@
 //! pipeline), and the interpreter's up to the JIT's own transcendentals; chains the scan reads
 //! whole, or a reversed scan, are not pipelined.
 
+mod common;
+
 use kiln_backend_cpu::{CompileOptions, compile_with};
 use kiln_ir::{Array, Function, eval, parse};
 
@@ -13,10 +15,7 @@ fn opts(threads: usize) -> CompileOptions {
 
 /// The plan listing of `f` compiled on `threads` threads.
 fn plan_text(f: &Function, threads: usize) -> String {
-    let dir = tempfile::tempdir().unwrap();
-    compile_with(f, &CompileOptions { dump_dir: Some(dir.path().to_path_buf()), ..opts(threads) }).unwrap();
-    let folder = std::fs::read_dir(dir.path()).unwrap().next().unwrap().unwrap().path();
-    std::fs::read_to_string(folder.join("plan.txt")).unwrap()
+    common::plan_text(f, &opts(threads))
 }
 
 /// `c_{t+1} = 0.5·c_t + tanh(W·sin(t + φ))` (W2's shapes: `W: [120, 10]`) over `length` steps

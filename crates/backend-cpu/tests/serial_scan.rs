@@ -4,6 +4,8 @@
 //! operations only), on every thread count, for forward and reversed scans of several lengths,
 //! with an identity carry and an xs passed through as ys (outputs copied in after the kernels).
 
+mod common;
+
 use kiln_backend_cpu::{CompileOptions, compile_with};
 use kiln_ir::{Array, Function, eval, parse};
 
@@ -11,12 +13,9 @@ fn opts(threads: usize) -> CompileOptions {
     CompileOptions { threads: Some(threads), dump_dir: None, min_task_work: None, multi_output: true }
 }
 
-/// The plan listing of `f` compiled on `threads` threads (with its scan bodies' listings).
+/// The plan listing of `f` compiled on `threads` threads.
 fn plan_text(f: &Function, threads: usize) -> String {
-    let dir = tempfile::tempdir().unwrap();
-    compile_with(f, &CompileOptions { dump_dir: Some(dir.path().to_path_buf()), ..opts(threads) }).unwrap();
-    let folder = std::fs::read_dir(dir.path()).unwrap().next().unwrap().unwrap().path();
-    std::fs::read_to_string(folder.join("plan.txt")).unwrap()
+    common::plan_text(f, &opts(threads))
 }
 
 /// A W2-like spring step over 5 masses and 12 springs: both ends' positions gathered, their

@@ -1,4 +1,5 @@
-//! Tolerances shared by the JIT-vs-interpreter tests, and where they come from.
+//! Tolerances shared by the JIT-vs-interpreter tests, and where they come from (and the plan
+//! listing helper, [`plan_text`]).
 //!
 //! - Transcendentals: the JIT computes `exp expm1 log log1p sin cos tanh logistic` with the vmath tile
 //!   functions (on the scalar path too), the interpreter with std/libm. `src/vmath/mod.rs` documents
@@ -231,4 +232,13 @@ fn row(x: &Array, t: usize) -> Array {
     limit[0] = t + 1;
     let s = eval_prim(&Prim::Slice { start, limit, strides: vec![1; d.len()] }, &[x]).unwrap().remove(0);
     eval_prim(&Prim::Reshape { new_sizes: Shape::new(&d[1..]) }, &[&s]).unwrap().remove(0)
+}
+
+/// The plan listing of `f` compiled with `o` (the `plan.txt` of its `KILN_DUMP`-style dump).
+pub fn plan_text(f: &Function, o: &kiln_backend_cpu::CompileOptions) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let o = kiln_backend_cpu::CompileOptions { dump_dir: Some(dir.path().to_path_buf()), ..o.clone() };
+    kiln_backend_cpu::compile_with(f, &o).unwrap();
+    let folder = std::fs::read_dir(dir.path()).unwrap().next().unwrap().unwrap().path();
+    std::fs::read_to_string(folder.join("plan.txt")).unwrap()
 }
