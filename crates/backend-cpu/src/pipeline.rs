@@ -46,19 +46,17 @@ const WINDOW: usize = 32;
 /// whole before the chain.
 pub(crate) fn find(f: &Function, steps: &[StepView]) -> Vec<Chain> {
     let mut chains = Vec::new();
+    // Readers of each variable, (step, input position), indexed once for every scan's search.
+    let mut read_by: Vec<Vec<(usize, usize)>> = vec![Vec::new(); f.vars.len()];
+    for (i, d) in steps.iter().enumerate() {
+        for (k, v) in d.inputs.iter().enumerate() {
+            read_by[v.index()].push((i, k));
+        }
+    }
+    let readers = |v: Var| read_by[v.index()].iter().copied();
     for (scan, s) in steps.iter().enumerate() {
         let Op::Control(c) = s.op else { continue };
         let Some((rows, first_xs)) = c.pipelinable_scan() else { continue };
-        // Readers of each variable: (step, input position).
-        let readers = |v: Var| -> Vec<(usize, usize)> {
-            steps
-                .iter()
-                .enumerate()
-                .flat_map(|(i, d)| {
-                    d.inputs.iter().enumerate().filter(|(_, w)| **w == v).map(move |(k, _)| (i, k))
-                })
-                .collect()
-        };
         // Chain membership of the steps before the scan, decided from the scan backwards: a step
         // that is not a member (W2's gradient transposes W between the sines and the product)
         // runs before the chain, which needs it to read no member's result.
@@ -73,7 +71,7 @@ pub(crate) fn find(f: &Function, steps: &[StepView]) -> Vec<Chain> {
             let used_well = d.outputs.iter().all(|&v| {
                 f.var_type(v).shape.dims().first() == Some(&rows)
                     && !f.outputs.contains(&v)
-                    && readers(v).into_iter().all(|(i, k)| {
+                    && readers(v).all(|(i, k)| {
                         (i == scan && k >= first_xs)
                             || (i >= p && i < scan && (i == p || member[i]) && reads_rowwise(&steps[i], k))
                             || i > scan
