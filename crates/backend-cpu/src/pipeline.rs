@@ -43,7 +43,8 @@ const WINDOW: usize = 32;
 /// the row they write (kernels: `row_local`, a later member of the same multi-output kernel
 /// included; products: as the lhs), as xs of the scan, or by steps after it (the chain is done by
 /// then: W2's backward loop reads the forward loop's precomputed xs). Steps between members run
-/// whole before the chain.
+/// whole before the chain. The ranges `first..=scan` of the chains never overlap: a later scan's
+/// chain that would reach into an earlier one's range is dropped.
 pub(crate) fn find(f: &Function, steps: &[StepView]) -> Vec<Chain> {
     let mut chains = Vec::new();
     // Readers of each variable, (step, input position), indexed once for every scan's search.
@@ -83,7 +84,12 @@ pub(crate) fn find(f: &Function, steps: &[StepView]) -> Vec<Chain> {
         // At least one xs of the scan must come from the chain.
         let feeds = (first..scan)
             .any(|p| member[p] && steps[p].outputs.iter().any(|v| s.inputs[first_xs..].contains(v)));
-        if feeds && rows >= 2 {
+        // Ranges stay disjoint: the runtime runs a range from its first step, the donation check
+        // counts a step's reads from its range's first step, and the listing names each chain;
+        // with two scans of different lengths one range could hold the other (a scan, to the
+        // outer chain, is a step run before it).
+        let disjoint = chains.iter().all(|c: &Chain| c.scan < first || scan < c.first);
+        if feeds && rows >= 2 && disjoint {
             chains.push(Chain { first, scan, rows, members: member[first..].to_vec().into() });
         }
     }

@@ -151,3 +151,53 @@ fn a_donated_input_read_by_the_chain_is_not_overwritten_by_a_step_run_before_it(
         }
     }
 }
+
+#[test]
+fn pipelined_ranges_never_overlap_and_a_donated_input_survives_two_scans() {
+    // Two forward scans of different lengths, each fed by a kernel: `tanh v` (step 0) feeds the
+    // 8-step scan (step 3), `sin u` (step 1) the 6-step one (step 2). The 8-step scan's range
+    // 0..=3 would hold the 6-step one's 1..=2; only the first found is pipelined. With both,
+    // the runtime ran the outer range (the inner scan before `tanh v`) while the donation check
+    // counted `v`'s reads from the inner range's first step, so `c1` (of `v`'s type) took `v`'s
+    // donated buffer before `tanh v` read it: `c2` came out as the sum of tanh(c1) rows.
+    // (Found by review; the output is wrong without the fix.)
+    let src = "{ lambda v:f32[8,4] u:f32[6,4] c0:f32[8,4] d0:f32[4] . let
+    h2:f32[8,4] = tanh v
+    h1:f32[6,4] = sin u
+    c1:f32[8,4] = scan[length=6 reverse=false num_consts=0 num_carry=1 body={ lambda c:f32[8,4] x:f32[4] . let
+        xb:f32[8,4] = broadcast_in_dim[shape=(8, 4) broadcast_dimensions=(1,)] x
+        e:f32[8,4] = add c xb
+      in (e,) }] c0 h1
+    c2:f32[4] = scan[length=8 reverse=false num_consts=0 num_carry=1 body={ lambda d:f32[4] y:f32[4] . let
+        g:f32[4] = add d y
+      in (g,) }] d0 h2
+  in (c1, c2) }";
+    let f = parse(src).unwrap_or_else(|e| panic!("{e}\n{src}"));
+    let plan = plan_text(&f, 2);
+    assert_eq!(plan.matches("pipelined:").count(), 1, "{plan}");
+    assert!(
+        plan.contains("pipelined: steps 1 run in blocks of 1 rows on another thread while step 2"),
+        "{plan}"
+    );
+    let a = vec![
+        Array::from_vec(&[8, 4], (0..32).map(|i| (i as f32 - 16.0) / 10.0).collect()),
+        Array::from_vec(&[6, 4], (0..24).map(|i| i as f32 * 0.3).collect()),
+        Array::from_vec(&[8, 4], (0..32).map(|i| 5.0 + i as f32).collect()),
+        Array::from_vec(&[4], vec![0.5f32, -0.5, 1.0, 2.0]),
+    ];
+    let want = compile_with(&f, &opts(1)).unwrap().run(&a).unwrap();
+    // The interpreter agrees to rounding (its tanh and sin are not the kernels').
+    for (w, r) in want.iter().zip(&eval(&f, &a).unwrap()) {
+        let (w, r) = (w.to_vec::<f32>().unwrap(), r.to_vec::<f32>().unwrap());
+        assert!(w.iter().zip(&r).all(|(x, y)| (x - y).abs() <= 1e-5 * y.abs().max(1.0)), "{w:?}\n{r:?}");
+    }
+    let exe = compile_with(&f, &opts(2)).unwrap();
+    for donate in [[false; 4], [true, false, false, false]] {
+        for _ in 0..10 {
+            let got = exe.run_donating(a.clone(), &donate).unwrap();
+            for (k, (g, w)) in got.iter().zip(&want).enumerate() {
+                assert!(g.bitwise_eq(w), "output {k}, donated {donate:?}:\n{g:?}\n{w:?}");
+            }
+        }
+    }
+}

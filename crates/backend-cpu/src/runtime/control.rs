@@ -544,8 +544,9 @@ impl Control {
 
 /// Waits until `ready` is at least `n` (acquiring what the producer wrote before it said so):
 /// spinning first (a block of rows takes microseconds, and a sleeping pool thread as long to take
-/// the producer), then running the producer here if it is still queued on this thread (no other
-/// thread took it), else yielding the core.
+/// the producer), then running the job on top of this thread's rayon queue (the producer, if no
+/// other thread took it; else a job queued before the call, when the call itself runs inside a
+/// rayon job), else yielding the core.
 fn wait_for(ready: &AtomicUsize, n: usize) {
     let mut spins = 0u32;
     while ready.load(Ordering::Acquire) < n {

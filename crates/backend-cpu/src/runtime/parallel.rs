@@ -77,7 +77,8 @@ impl Threads {
 
     /// Runs `a` on this thread and offers `b` to the other threads of the pool (rayon's `join`:
     /// if none takes it, this thread runs it after `a`, or when `a` calls `rayon::yield_local`);
-    /// returns when both are done. Serial: `a`, then `b`.
+    /// returns when both are done. Serial: `a`, then `b`, so `a` must not wait for `b` there
+    /// (the pipeline runs only with two threads or more).
     pub(crate) fn join(&self, a: impl FnOnce() + Send, b: impl FnOnce() + Send) {
         match self {
             Threads::Serial => {

@@ -8,9 +8,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 /// forward scan) runs, the other steps of that range first (see [`crate::pipeline::find`]).
 #[derive(Clone, Debug)]
 pub(crate) struct Pipeline {
+    /// The range's first step (a member, or a step run before the chain).
     pub(crate) first: usize,
+    /// The scan's step, the range's last.
     pub(crate) scan: usize,
+    /// The scan's length: the rows of every member's results.
     pub(crate) rows: usize,
+    /// Rows per block published at once.
     pub(crate) block: usize,
     /// Per step of `first..scan`: a chain member.
     pub(crate) members: Box<[bool]>,
@@ -21,6 +25,7 @@ pub(crate) struct Pipeline {
 const BLOCKS: usize = 16;
 
 impl Pipeline {
+    /// The runtime's form of a chain found by [`crate::pipeline::find`].
     pub(crate) fn new(c: &crate::pipeline::Chain) -> Pipeline {
         Pipeline {
             first: c.first,
@@ -40,6 +45,19 @@ struct Buffers {
     outs: *const *mut u8,
     n_out: usize,
     arena: *mut u8,
+}
+
+/// Should the producer unwind (a bug: its steps are JIT kernels and gemm row blocks), marks every
+/// row ready, so that the loop waiting for its rows ends and `join` passes the panic on, instead
+/// of the loop waiting forever.
+struct PublishAllOnUnwind<'a>(&'a AtomicUsize);
+
+impl Drop for PublishAllOnUnwind<'_> {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.store(usize::MAX, Ordering::Release);
+        }
+    }
 }
 
 // SAFETY: the two halves touch disjoint memory but for the xs rows, which the producer writes
@@ -71,6 +89,7 @@ impl Executable {
         let buffers =
             Buffers { ins: ins.as_ptr(), n_in: ins.len(), outs: outs.as_ptr(), n_out: outs.len(), arena };
         let produce = || {
+            let _unwinding = PublishAllOnUnwind(&ready);
             let b = buffers;
             // SAFETY: the caller's tables outlive both halves (`join` returns after them).
             let (ins, outs) = unsafe {
