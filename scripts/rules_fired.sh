@@ -3,8 +3,9 @@
 # rule fire on some workload). Programs: the benchmark workloads W1-W5 (the report of
 # `cargo bench --bench workloads_simplify`, sizes up to 10^5) and the flagship simulations run
 # through `kiln-sims` with KILN_DUMP (each compiled program's simplify-*.txt holds the rules that
-# fired): Brax ant rollouts on the spring and positional pipelines, the APG gradient through the
-# spring pendulum's rollout, and the GradABM calibration on the bundled county series.
+# fired): Brax ant rollouts on the spring and positional pipelines, a reacher rollout, the APG
+# gradient through the spring pendulum's rollout (linear and MLP policies), and the GradABM
+# calibration on the bundled county series.
 #
 #   scripts/rules_fired.sh        # about 2 minutes on 2 cores once built
 set -euo pipefail
@@ -45,7 +46,9 @@ echo "# simulations (kiln-sims with KILN_DUMP)"
 : > "$TMP/sims.txt"
 run_sim ant-spring-rollout rollout --env ant --pipeline spring --batch 64 --steps 50
 run_sim ant-positional-rollout rollout --env ant --pipeline positional --batch 64 --steps 50
+run_sim reacher-rollout rollout --env reacher --batch 16 --steps 20
 run_sim pendulum-apg-grad apg --iterations 2 --batch 8 --out "$TMP/apg"
+run_sim pendulum-apg-mlp-grad apg --iterations 2 --batch 8 --hidden 32,32 --out "$TMP/apg-mlp"
 run_sim epi-calibrate calibrate
 
 fired=$( (cut -f2 "$TMP/workloads.tsv"; cat "$TMP/sims.txt") | tr ',' '\n' | sed 's/^ *//; s/×.*//' | sort -u)

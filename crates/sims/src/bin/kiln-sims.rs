@@ -73,7 +73,7 @@ enum Command {
 
 #[derive(clap::Args)]
 struct RolloutCli {
-    /// Brax environment: ant, inverted_pendulum or inverted_double_pendulum.
+    /// Brax environment: ant, inverted_pendulum, inverted_double_pendulum or reacher.
     #[arg(long, default_value = "ant", value_parser = EnvName::parse)]
     env: EnvName,
     /// Physics pipeline (Brax's backend): spring or positional.
