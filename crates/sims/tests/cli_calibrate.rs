@@ -117,6 +117,24 @@ fn too_many_prediction_weeks_for_the_window() {
         &["--prediction-weeks", "2020-03-14", "before its start 2020-03-15"],
     );
     fails_cleanly("warm0", &["--warm-epochs", "0"], &["--warm-epochs 0", "positive"]);
+    // Each option is named on its own (they shared one message), and negative values reach the
+    // checks instead of clap's "unexpected argument '-1'".
+    fails_cleanly("horizon0", &["--horizon", "0"], &["--horizon 0: must be positive"]);
+    fails_cleanly("ensemble0", &["--ensemble", "0"], &["--ensemble 0: must be positive"]);
+    fails_cleanly("weeks0", &["--prediction-weeks", "0"], &["--prediction-weeks 0: must be positive"]);
+    fails_cleanly("weeks-1", &["--prediction-weeks", "-1"], &["'-1'", "--prediction-weeks"]);
+    fails_cleanly("lr-neg", &["--lr", "-0.1"], &["--lr -0.1: must be a finite positive number"]);
+    fails_cleanly("lr-inf", &["--lr", "inf"], &["--lr inf: must be a finite positive number"]);
+}
+
+#[test]
+fn a_folder_given_as_data_is_named_without_a_line() {
+    let dir = scratch("data-folder");
+    let expected = format!("{}: ", dir.display());
+    let out = dir.join("out");
+    let o = kiln_sims(&["calibrate", "--data", dir.to_str().unwrap(), "--out", out.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success() && stderr.contains(&expected) && !stderr.contains(":1:"), "{stderr}");
 }
 
 #[test]
@@ -128,7 +146,9 @@ fn out_holding_other_files_is_refused() {
     let o = kiln_sims(&["calibrate", "--out", out.to_str().unwrap(), "--agents", "500", "--epochs", "1"]);
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(
-        !o.status.success() && stderr.contains("thesis.tex") && stderr.contains("not a kiln-sims output"),
+        !o.status.success()
+            && stderr.contains("thesis.tex")
+            && stderr.contains("not one of this command's outputs (params.json, series.csv, plot.png)"),
         "{stderr}"
     );
     assert_eq!(listing(&out), vec!["thesis.tex"]);

@@ -39,7 +39,11 @@ const DEFAULT_SYNTHETIC_AGENTS: usize = 100_000;
 const DEFAULT_REGION: &str = "MA";
 
 #[derive(Parser)]
-#[command(name = "kiln-sims", version, about = "kiln's simulations: GradABM-style epidemics")]
+#[command(
+    name = "kiln-sims",
+    version,
+    about = "kiln's simulations: GradABM-style epidemics (calibrate) and Brax-style rigid bodies (rollout, apg)"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -86,7 +90,7 @@ struct RolloutCli {
     #[arg(long, default_value_t = 1000, allow_hyphen_values = true)]
     steps: i64,
     /// Seed of the reset noise and of the policy's weights.
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, allow_hyphen_values = true)]
     seed: u64,
     /// Float dtype: f32 (Brax's default) or f64.
     #[arg(long, default_value = "f32", value_parser = parse_dtype)]
@@ -105,7 +109,7 @@ struct ApgCli {
     #[arg(long, default_value_t = ApgArgs::default().batch as i64, allow_hyphen_values = true)]
     batch: i64,
     /// Seed of the policy initialization and the reset keys.
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, allow_hyphen_values = true)]
     seed: u64,
     /// Adam learning rate.
     #[arg(long, default_value_t = ApgArgs::default().lr, allow_hyphen_values = true)]
@@ -159,7 +163,7 @@ enum Disease {
 struct CalibrateArgs {
     /// County FIPS code (MA): the simulated population (its size and age mix) and, for COVID, its
     /// deaths in the bundled file (unless --data).
-    #[arg(long, default_value_t = FRANKLIN)]
+    #[arg(long, default_value_t = FRANKLIN, allow_hyphen_values = true)]
     county: u32,
     /// Flu only: the state (or DC) whose weekly ILI is fitted [default: MA].
     #[arg(long, value_name = "STATE")]
@@ -184,10 +188,10 @@ struct CalibrateArgs {
     warm_epochs: i64,
     /// Training windows, all from --start, ending 7 days apart (the last on --end); each is fitted,
     /// forecast and scored.
-    #[arg(long, value_name = "K", default_value_t = 3)]
+    #[arg(long, value_name = "K", default_value_t = 3, allow_hyphen_values = true)]
     prediction_weeks: usize,
     /// Seed of the simulation noise (and of a synthetic population).
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, allow_hyphen_values = true)]
     seed: u32,
     /// Output folder (created; a previous kiln-sims output there is replaced).
     #[arg(long, value_name = "DIR", default_value = "calibration")]
@@ -202,13 +206,13 @@ struct CalibrateArgs {
     #[arg(long, value_name = "DATE")]
     end: Option<String>,
     /// Days to forecast after each training window (flu: a multiple of 7; 28 = 4 weeks).
-    #[arg(long, default_value_t = 28)]
+    #[arg(long, default_value_t = 28, allow_hyphen_values = true)]
     horizon: usize,
     /// Noise seeds simulated per step and in the forecast (their mean curve is used).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, allow_hyphen_values = true)]
     ensemble: usize,
     /// Adam learning rate.
-    #[arg(long, default_value_t = 0.05)]
+    #[arg(long, default_value_t = 0.05, allow_hyphen_values = true)]
     lr: f64,
 }
 
@@ -299,12 +303,16 @@ fn check_inputs(args: &CalibrateArgs) -> Result<Inputs, String> {
     }
     let epochs = positive_steps("--epochs", args.epochs)?;
     let warm_epochs = positive_steps("--warm-epochs", args.warm_epochs)?;
-    if args.ensemble == 0 || args.horizon == 0 || args.prediction_weeks == 0 {
-        return Err("--ensemble, --horizon and --prediction-weeks must be positive".into());
+    for (flag, n) in [
+        ("--ensemble", args.ensemble),
+        ("--horizon", args.horizon),
+        ("--prediction-weeks", args.prediction_weeks),
+    ] {
+        if n == 0 {
+            return Err(format!("{flag} 0: must be positive"));
+        }
     }
-    if !(args.lr > 0.0 && args.lr.is_finite()) {
-        return Err(format!("--lr {}: must be positive", args.lr));
-    }
+    check_lr(args.lr)?;
     let flu = args.disease == Disease::Flu;
     if !flu && args.region.is_some() {
         return Err("--region selects the ILI series of --disease flu; COVID uses --county".into());
@@ -393,6 +401,15 @@ fn check_inputs(args: &CalibrateArgs) -> Result<Inputs, String> {
     })
 }
 
+/// A learning rate must be a finite positive number.
+fn check_lr(lr: f64) -> Result<(), String> {
+    if lr > 0.0 && lr.is_finite() {
+        Ok(())
+    } else {
+        Err(format!("--lr {lr}: must be a finite positive number"))
+    }
+}
+
 /// The files a previous run leaves in `--out` (which may be replaced).
 const OUTPUTS: [&str; 3] = ["params.json", "series.csv", "plot.png"];
 
@@ -401,7 +418,7 @@ fn check_out(out: &Path) -> Result<(), String> {
     check_out_for(out, &OUTPUTS)
 }
 
-/// [`check_out`] for a command whose previous outputs are `outputs`.
+/// [`check_out`] for a command whose previous outputs are `outputs` (calibrate's or apg's).
 fn check_out_for(out: &Path, outputs: &[&str]) -> Result<(), String> {
     match std::fs::read_dir(out) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
@@ -411,10 +428,11 @@ fn check_out_for(out: &Path, outputs: &[&str]) -> Result<(), String> {
                 let name = entry.map_err(|e| format!("--out {}: {e}", out.display()))?.file_name();
                 if !outputs.iter().any(|o| name == *o) {
                     return Err(format!(
-                        "--out {}: the folder holds {:?}, which is not a kiln-sims output; \
-                         choose a new or empty folder",
+                        "--out {}: the folder holds {:?}, which is not one of this command's outputs \
+                         ({}); choose a new or empty folder",
                         out.display(),
-                        name
+                        name,
+                        outputs.join(", ")
                     ));
                 }
             }
@@ -977,9 +995,7 @@ const APG_OUTPUTS: [&str; 2] = ["curve.png", "curve.csv"];
 fn run_apg(args: &ApgCli) -> Result<(), String> {
     let iterations = positive("--iterations", args.iterations, "the number of gradient steps")?;
     let batch = positive("--batch", args.batch, "the number of environments")?;
-    if !(args.lr > 0.0 && args.lr.is_finite()) {
-        return Err(format!("--lr {}: must be positive", args.lr));
-    }
+    check_lr(args.lr)?;
     if let Some(w) = args.hidden.iter().find(|&&w| w == 0) {
         return Err(format!("--hidden {w}: layer widths must be positive"));
     }

@@ -109,7 +109,13 @@ impl CsvFile {
     }
 }
 
-fn csv_error(path: &Path, e: csv::Error) -> DataError {
+/// A CSV reader's error located in `path`: at its line, unless the read itself failed.
+pub(crate) fn csv_error(path: &Path, e: csv::Error) -> DataError {
+    // A read that failed (a folder, a device error) names no line: the reader was at line 1 only
+    // because it had read nothing.
+    if matches!(e.kind(), csv::ErrorKind::Io(_)) {
+        return DataError::Content { path: path.to_path_buf(), message: e.to_string() };
+    }
     let line = e.position().map_or(0, csv::Position::line);
     DataError::Line { path: path.to_path_buf(), line, message: e.to_string() }
 }

@@ -63,7 +63,7 @@ impl DailySeries {
             |line: u64, message: String| DataError::Line { path: path.to_path_buf(), line, message };
         let headers: Vec<String> = reader
             .headers()
-            .map_err(|e| line_err(1, e.to_string()))?
+            .map_err(|e| crate::epi::data::csv_error(path, e))?
             .iter()
             .map(|h| h.trim_start_matches('\u{feff}').trim().to_string())
             .collect();
@@ -80,10 +80,7 @@ impl DailySeries {
         let mut start = None;
         let mut values = Vec::new();
         for record in reader.records() {
-            let record = record.map_err(|e| {
-                let line = e.position().map_or(0, csv::Position::line);
-                line_err(line, e.to_string())
-            })?;
+            let record = record.map_err(|e| crate::epi::data::csv_error(path, e))?;
             let line = record.position().map_or(0, csv::Position::line);
             let get = |i: usize, name: &str| {
                 record.get(i).map(str::trim).ok_or_else(|| {
