@@ -99,12 +99,12 @@ impl Array {
     #[track_caller]
     pub fn from_vec<T: Element>(shape: &[usize], data: Vec<T>) -> Array {
         let n = shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d));
-        assert_eq!(
-            Some(data.len()),
-            n,
-            "Array::from_vec: {} elements for shape {}",
+        assert!(
+            Some(data.len()) == n,
+            "Array::from_vec: {} elements for shape {} ({})",
             data.len(),
-            Shape::new(shape)
+            Shape::new(shape),
+            n.map_or("more elements than a usize counts".into(), |n| format!("{n} elements")),
         );
         T::wrap(ArrayD::from_shape_vec(IxDyn(shape), data).expect("length checked above"))
     }

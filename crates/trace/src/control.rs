@@ -306,15 +306,25 @@ fn switch_impl<A: Tree, R: Tree>(
     let (b0, r0) = &traced[0];
     for (i, (b, r)) in traced.iter().enumerate().skip(1) {
         if r.structure() != r0.structure() || b.out_types != b0.out_types {
-            let msg = format!(
-                "{} returns a result of structure {} and types {:?} but {} returns structure {} and types {:?}",
-                branch_name(i),
-                r.structure(),
-                b.out_types,
-                branch_name(0),
-                r0.structure(),
-                b0.out_types
-            );
+            let msg = if r.structure() == r0.structure() {
+                format!(
+                    "{} returns types {:?} but {} returns types {:?} (every branch must return the same)",
+                    branch_name(i),
+                    b.out_types,
+                    branch_name(0),
+                    b0.out_types
+                )
+            } else {
+                format!(
+                    "{} returns a result of structure {} (T: one tensor) and types {:?} but {} returns structure {} and types {:?}",
+                    branch_name(i),
+                    r.structure(),
+                    b.out_types,
+                    branch_name(0),
+                    r0.structure(),
+                    b0.out_types
+                )
+            };
             fail(op, &all[1..], msg, 0);
             return placeholders(r0, &b0.out_types);
         }

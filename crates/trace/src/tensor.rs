@@ -191,7 +191,7 @@ impl Tensor {
     #[track_caller]
     pub fn item<T: Element>(&self) -> T {
         let v = self.to_vec::<T>();
-        assert_eq!(v.len(), 1, "kiln: item() of a tensor with {} elements", v.len());
+        assert!(v.len() == 1, "kiln: item() of a tensor with {} elements (shape {})", v.len(), self.shape());
         v[0]
     }
 

@@ -226,4 +226,9 @@ fn cond_branches_with_different_outputs_are_an_error() {
     )
     .unwrap_err();
     assert!(err.to_string().contains("true_fun") && err.to_string().contains("cond"), "{err}");
+    // Same structure (one tensor each), other types: the message gives the types only.
+    assert!(
+        err.to_string().contains("true_fun returns types [f32[3]] but false_fun returns types [f32[2,3]]"),
+        "{err}"
+    );
 }
