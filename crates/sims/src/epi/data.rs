@@ -109,15 +109,17 @@ impl CsvFile {
     }
 }
 
-/// A CSV reader's error located in `path`: at its line, unless the read itself failed.
+/// A CSV reader's error in `path`: a failed read (a folder, a device error) as [`DataError::Open`],
+/// which names no line (the reader reports line 1 when it has read nothing), else at its line.
 pub(crate) fn csv_error(path: &Path, e: csv::Error) -> DataError {
-    // A read that failed (a folder, a device error) names no line: the reader was at line 1 only
-    // because it had read nothing.
-    if matches!(e.kind(), csv::ErrorKind::Io(_)) {
-        return DataError::Content { path: path.to_path_buf(), message: e.to_string() };
+    if !e.is_io_error() {
+        let line = e.position().map_or(0, csv::Position::line);
+        return DataError::Line { path: path.to_path_buf(), line, message: e.to_string() };
     }
-    let line = e.position().map_or(0, csv::Position::line);
-    DataError::Line { path: path.to_path_buf(), line, message: e.to_string() }
+    match e.into_kind() {
+        csv::ErrorKind::Io(source) => DataError::Open { path: path.to_path_buf(), source },
+        kind => DataError::Content { path: path.to_path_buf(), message: format!("{kind:?}") },
+    }
 }
 
 /// Field `i` of a record, parsed; the error quotes the column name and value.
