@@ -112,13 +112,10 @@ impl CsvFile {
 /// A CSV reader's error in `path`: a failed read (a folder, a device error) as [`DataError::Open`],
 /// which names no line (the reader reports line 1 when it has read nothing), else at its line.
 pub(crate) fn csv_error(path: &Path, e: csv::Error) -> DataError {
-    if !e.is_io_error() {
-        let line = e.position().map_or(0, csv::Position::line);
-        return DataError::Line { path: path.to_path_buf(), line, message: e.to_string() };
-    }
+    let (line, message) = (e.position().map_or(0, csv::Position::line), e.to_string());
     match e.into_kind() {
         csv::ErrorKind::Io(source) => DataError::Open { path: path.to_path_buf(), source },
-        kind => DataError::Content { path: path.to_path_buf(), message: format!("{kind:?}") },
+        _ => DataError::Line { path: path.to_path_buf(), line, message },
     }
 }
 
