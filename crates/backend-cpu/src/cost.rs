@@ -26,6 +26,12 @@ pub(crate) const MIN_TASK_UNITS: u64 = 1 << 20;
 /// (~6.5 k) 0.9–1.15×, with a wider spread.
 pub(crate) const MIN_SPLIT_STEP_UNITS: u64 = 1 << 15;
 
+/// The least work of each row range per block of a scan with halos (`Control::plan_split`): the
+/// ranges meet once per block, which costs about a microsecond (a core-to-core round trip of
+/// ~0.5 µs measured on 2-core VMs, and the rows copied in and out), so a block is made ~30 µs of work
+/// at least.
+pub(crate) const MIN_HALO_BLOCK_UNITS: u64 = 1 << 17;
+
 /// Units of a per-element call into Rust (`exp`, `sin`, `pow`...): `exp(x)` on f32 measured
 /// 3.2 ns per element (same bench) against ~0.22 ns per unit of plain arithmetic: ≈ 16.
 const CALL_UNITS: u64 = 16;

@@ -232,6 +232,77 @@ pub(crate) fn row_local(
     walk(f, &f.eqns[root], inline, targets, resolve, true)
 }
 
+/// How far, in rows of the outer axis counted cyclically, the kernel rooted at `f.eqns[root]`
+/// reads leaf `target` (as [`row_local`]: `inline[v]` the equation computing an inlined `v`,
+/// `resolve` the buffer a leaf reads): `Some(r)` when output row `i` reads only rows
+/// `i - r ..= i + r` (mod N) of it, N the root's outer size, which the target shares; `Some(0)`
+/// when it does not read it at all. `None` when a read is not a fixed shift of the row: the path
+/// passes through an index map other than those of [`keeps_row`] and the shifts of [`row_shift`].
+/// A `roll` by ±1 along axis 0 (a `concatenate` of two slices) has reach 1: row 0 reads row N − 1,
+/// which is 1 away cyclically. A scan whose carries are read this way can run as row ranges with
+/// halos (`Executable::halo_split`).
+pub(crate) fn row_reach(
+    f: &Function,
+    root: usize,
+    inline: &[Option<usize>],
+    target: Var,
+    resolve: &dyn Fn(Var) -> Var,
+) -> Option<u64> {
+    let n = i64::try_from(*f.var_type(f.eqns[root].outputs[0]).shape.dims().first()?).ok()?;
+    if n == 0 {
+        return None;
+    }
+    // (equation, shift of its output row from the root's row; None: not a fixed shift). Each
+    // pair is walked once: a diamond of inlined equations would otherwise be walked once per path.
+    let mut todo = vec![(root, Some(0i64))];
+    let mut seen = std::collections::HashSet::new();
+    let mut reach = 0u64;
+    while let Some((i, shift)) = todo.pop() {
+        if !seen.insert((i, shift)) {
+            continue;
+        }
+        let e = &f.eqns[i];
+        for (k, &v) in e.inputs.iter().enumerate() {
+            let s = shift.and_then(|s| Some(s + row_shift(f, e, k)?));
+            match inline[v.index()] {
+                Some(p) => todo.push((p, s)),
+                None if resolve(v) != target => {}
+                None => {
+                    let outer = |t: Var| f.var_type(t).shape.dims().first().copied();
+                    let s =
+                        s.filter(|_| outer(v) == Some(n as usize) && outer(target) == Some(n as usize))?;
+                    let d = s.rem_euclid(n);
+                    reach = reach.max(d.min(n - d) as u64);
+                }
+            }
+        }
+    }
+    Some(reach)
+}
+
+/// The fixed shift of the row operand `slot` of `e` is read at: output row `r` reads its row
+/// `r + shift`. Zero where [`keeps_row`]; a slice along axis 0 with unit stride shifts by its
+/// start, a concatenation along axis 0 by minus the rows of the operands before `slot`, a pad of
+/// axis 0 without interior padding by minus its low padding. `None` for every other read.
+fn row_shift(f: &Function, e: &kiln_ir::Eqn, slot: usize) -> Option<i64> {
+    if keeps_row(f, e, slot) {
+        return Some(0);
+    }
+    let (x, y) = (f.var_type(e.inputs[slot]), f.var_type(e.outputs[0]));
+    if x.rank() == 0 || y.rank() == 0 {
+        return None;
+    }
+    match &e.prim {
+        Prim::Slice { start, strides, .. } if strides[0] == 1 => i64::try_from(start[0]).ok(),
+        Prim::Concatenate { dimension: 0 } => {
+            let before: usize = e.inputs[..slot].iter().map(|&v| f.var_type(v).shape.dims()[0]).sum();
+            i64::try_from(before).ok().map(|b| -b)
+        }
+        Prim::Pad { low, interior, .. } if slot == 0 && interior[0] == 0 => Some(-low[0]),
+        _ => None,
+    }
+}
+
 /// Whether element `[r, ..]` of `e`'s output reads operand `slot` only in its row `r` (the operand
 /// has the same outer size).
 fn keeps_row(f: &Function, e: &kiln_ir::Eqn, slot: usize) -> bool {

@@ -470,7 +470,15 @@ fn compile_at(
                                 .all(|m| grouping::row_local(f, m.0, &inline, &[v], &|w| resolve(&w)))
                         };
                         let row_local = leaves.iter().map(|&v| local(v)).collect();
-                        Op::Kernel { kernel: handle, rows, chunks, row_local, units }
+                        // How far from the written row each leaf is read: a scan body of such
+                        // kernels runs as row ranges with halos (`Executable::halo_split`).
+                        let reach = |v: Var| {
+                            members.iter().try_fold(0, |r, m| {
+                                Some(r.max(grouping::row_reach(f, m.0, &inline, v, &|w| resolve(&w))?))
+                            })
+                        };
+                        let row_reach = leaves.iter().map(|&v| reach(v)).collect();
+                        Op::Kernel { kernel: handle, rows, chunks, row_local, row_reach, units }
                     }
                 };
                 drafts.push(Draft {

@@ -3,13 +3,14 @@
 //! reuses preallocated scratch (pointer tables, double-buffered carries, the body's arena), slices
 //! `xs` and writes `ys` in place by pointer offsets, so a step allocates nothing.
 
+use super::halo::{self, HaloSplit};
 use super::parallel::Threads;
 use super::serial::SerialBody;
 use super::{Executable, Loc, RowSplit, Step};
 use crate::CompileError;
 use crate::cost::{self, CostReport, Traffic};
 use kiln_ir::{Function, Prim, TensorType};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 /// Compiles a sub-function; the label names it in the debug dump (`body`, `cond`, `branch1`...).
 pub(crate) type SubCompiler<'a> = dyn Fn(&Function, &str) -> Result<Executable, CompileError> + 'a;
@@ -29,12 +30,28 @@ fn layout(sizes: impl IntoIterator<Item = usize>) -> (Vec<usize>, usize) {
     (offs, top)
 }
 
+/// Bytes to leave between two buffers of `bytes` bytes (64-byte aligned) that a loop reads and
+/// writes in turn (a carry's two buffers), so that they start 2 KiB apart modulo 4 KiB. The CPU
+/// guesses whether a load depends on an earlier store from the low 12 address bits, so a store to
+/// row `i` of one buffer falsely delays the loads of rows near `i` from the other when the two
+/// start a multiple of 4 KiB apart, as W1's two 16 KiB carries did (the step ran about 5 %
+/// faster with the pad, minima of alternating runs). Buffers under 4 KiB start less than that
+/// apart already, and get no pad.
+fn alias_pad(bytes: usize) -> usize {
+    match bytes.next_multiple_of(64) {
+        b if b < 4096 => 0,
+        b => (2048 + 4096 - b % 4096) % 4096,
+    }
+}
+
 /// The scratch layout common to every control step: pointer tables, two state regions, sub arena.
 pub(crate) struct Frame {
     n_in: usize,
     n_out: usize,
     state_offs: Vec<usize>,
     state_bytes: Vec<usize>,
+    /// Bytes of one set of state buffers (the regions at `a` and `b`).
+    state_total: usize,
     a: usize,
     b: usize,
     sub: usize,
@@ -52,16 +69,18 @@ impl Frame {
     fn new(n_in: usize, n_out: usize, state: &[TensorType], sub_arena: usize) -> Frame {
         let state_bytes: Vec<usize> = state.iter().map(bytes).collect();
         let (state_offs, state_total) = layout(state_bytes.iter().copied());
-        let (offs, total) = layout([n_in * 8, n_out * 8 + 8, state_total, state_total, sub_arena]);
+        let pad = alias_pad(state_total);
+        let (offs, total) = layout([n_in * 8, n_out * 8 + 8, state_total, pad, state_total, sub_arena]);
         let sub_stride = sub_arena.next_multiple_of(64);
         Frame {
             n_in,
             n_out,
             state_offs,
             state_bytes,
+            state_total,
             a: offs[2],
-            b: offs[3],
-            sub: offs[4],
+            b: offs[4],
+            sub: offs[5],
             sub_stride,
             arena_stride: sub_stride,
             table_bytes: 0,
@@ -74,6 +93,17 @@ impl Frame {
         self.table_bytes = bytes.next_multiple_of(64);
         self.total += self.table_bytes;
         self
+    }
+
+    /// Bytes a range of a scan with halos keeps after its sub arena: its own two sets of state
+    /// buffers ([`Control::scan_halo`]).
+    fn halo_private(&self) -> usize {
+        self.halo_second() + self.state_total
+    }
+
+    /// Where a range's second set of state buffers starts in that private area.
+    fn halo_second(&self) -> usize {
+        self.state_total.next_multiple_of(64) + alias_pad(self.state_total)
     }
 
     /// Where the serial body's kernel tables start.
@@ -111,6 +141,15 @@ pub(crate) struct Split {
     chunks: usize,
 }
 
+/// A scan run as row ranges with halos, in blocks of steps ([`Control::plan_split`], `runtime::halo`).
+pub(crate) struct Halo {
+    body: HaloSplit,
+    /// Row ranges, each on one thread at a time.
+    chunks: usize,
+    /// Steps a range runs on its own copy of the carries between two hand-offs.
+    block: usize,
+}
+
 /// A control-flow step.
 pub(crate) enum Control {
     /// `call`, `checkpoint`, `custom_jvp_call`, `custom_vjp_call`: run the primal function.
@@ -127,6 +166,9 @@ pub(crate) enum Control {
         y_bytes: Vec<usize>,
         /// Row ranges that run the whole loop independently, on threads ([`Control::plan_split`]).
         split: Option<Split>,
+        /// Row ranges with halos that meet every few steps, on threads ([`Control::plan_split`]),
+        /// where the rows read their neighbours'.
+        halo: Option<Halo>,
         /// The body's kernel tables kept across steps, when every body step is a kernel on the
         /// calling thread (used unless the scan is split).
         serial: Option<SerialBody>,
@@ -171,6 +213,7 @@ impl Control {
                     y_bytes: out_types[nk..].iter().map(slice).collect(),
                     body: body_exe,
                     split: None,
+                    halo: None,
                     serial,
                 })
             }
@@ -213,8 +256,17 @@ impl Control {
     /// and `min_task` as for kernels ([`cost::kernel_chunks`]), on the work of the whole loop; each
     /// range also needs [`cost::MIN_SPLIT_STEP_UNITS`] of work per step (or `min_task`, if lower).
     /// The split path allocates its ranges' pointer tables once per call, not per step.
+    ///
+    /// Otherwise, a body whose rows read their neighbours' at a fixed distance (a stencil,
+    /// [`Executable::halo_split`]) runs as row ranges with halos: the same number of ranges, each
+    /// running blocks of steps on its own copy of its rows and `reach` more per step of the block
+    /// on each side, and handing its rows over between blocks. The block keeps those extra rows
+    /// within a sixteenth of a range's rows (the work they add), and is at most half the scan
+    /// (two blocks at least: a range's last block then writes the scan's outputs only after its
+    /// neighbours have read the inputs, which may be the same buffer); each range's work per
+    /// block must reach [`cost::MIN_HALO_BLOCK_UNITS`] (or `min_task`, if lower).
     pub(crate) fn plan_split(&mut self, threads: usize, min_task: Option<u64>) {
-        let Control::Scan { body, frame, length, nc, nk, split, .. } = self else { return };
+        let Control::Scan { body, frame, length, nc, nk, split, halo, x_bytes, .. } = self else { return };
         *split = body.row_split(*nc, *nk).and_then(|b| {
             let (rows, units) = (b.rows, b.units);
             let whole = cost::kernel_chunks(units.saturating_mul(*length as u64), rows, threads, min_task);
@@ -225,9 +277,27 @@ impl Control {
             };
             (chunks > 1).then_some(Split { body: b, chunks })
         });
-        match split {
-            Some(s) => frame.set_sub_arenas(s.chunks, s.body.private_bytes),
-            None => frame.set_sub_arenas(1, 0),
+        *halo = None;
+        if split.is_none() && x_bytes.is_empty() && *length >= 2 {
+            *halo = body.halo_split(*nc, *nk).and_then(|b| {
+                let chunks =
+                    cost::kernel_chunks(b.units.saturating_mul(*length as u64), b.rows, threads, min_task);
+                let block =
+                    usize::try_from(b.rows / chunks as i64 / (16 * b.reach)).ok()?.min(length.div_ceil(2));
+                let per_block = (b.units / chunks as u64).saturating_mul(block as u64);
+                let block_min =
+                    min_task.map_or(cost::MIN_HALO_BLOCK_UNITS, |m| m.min(cost::MIN_HALO_BLOCK_UNITS));
+                (chunks > 1 && block >= 1 && per_block >= block_min).then_some(Halo {
+                    body: b,
+                    chunks,
+                    block,
+                })
+            });
+        }
+        match (split, halo) {
+            (Some(s), _) => frame.set_sub_arenas(s.chunks, s.body.private_bytes),
+            (None, Some(h)) => frame.set_sub_arenas(h.chunks, frame.halo_private()),
+            (None, None) => frame.set_sub_arenas(1, 0),
         }
     }
 
@@ -236,14 +306,17 @@ impl Control {
     /// ([`crate::pipeline`]): step `t` waits only for their row `t`.
     pub(crate) fn pipelinable_scan(&self) -> Option<(usize, usize)> {
         match self {
-            Control::Scan { length, reverse: false, nc, nk, split: None, .. } => Some((*length, nc + nk)),
+            Control::Scan { length, reverse: false, nc, nk, split: None, halo: None, .. } => {
+                Some((*length, nc + nk))
+            }
             _ => None,
         }
     }
 
     /// Whether a step of this control flow runs on several threads.
     pub(crate) fn parallel(&self) -> bool {
-        matches!(self, Control::Scan { split: Some(_), .. }) || self.subs().iter().any(|(_, x)| x.parallel)
+        matches!(self, Control::Scan { split: Some(_), .. } | Control::Scan { halo: Some(_), .. })
+            || self.subs().iter().any(|(_, x)| x.parallel)
     }
 
     pub(crate) fn scratch_bytes(&self) -> usize {
@@ -270,8 +343,12 @@ impl Control {
     pub(crate) fn trips(&self) -> String {
         match self {
             Control::Call { .. } => "once".into(),
-            Control::Scan { length, split: None, serial: None, .. } => format!("{length} times"),
-            Control::Scan { length, split: None, serial: Some(_), .. } => {
+            Control::Scan { length, split: None, halo: Some(h), .. } => format!(
+                "{length} times, as {} row ranges with halos of {} rows per step that meet every {} steps",
+                h.chunks, h.body.reach, h.block
+            ),
+            Control::Scan { length, split: None, halo: None, serial: None, .. } => format!("{length} times"),
+            Control::Scan { length, split: None, halo: None, serial: Some(_), .. } => {
                 format!("{length} times, the body's kernel tables kept across steps")
             }
             Control::Scan { length, split: Some(s), .. } => {
@@ -436,6 +513,124 @@ impl Control {
         threads.for_rows(chunks, sp.chunks, &ranges);
     }
 
+    /// A scan with halos ([`Control::plan_split`], `runtime::halo`): range `c` runs block `m`
+    /// (steps `m·block ..`) on its own copy of the carries once both its neighbours have finished
+    /// block `m − 1`. It reads its rows and halo from the shared state buffers of block `m` (`a`
+    /// and `b` in turn; the scan's inputs for block 0) and writes its own rows to the other one
+    /// (the scan's outputs after the last block). Neighbours are thus at most one block apart: a
+    /// range overwrites rows in a shared buffer only after its neighbours have read them. Any
+    /// thread may run any range's next block, so no range waits for a thread busy elsewhere.
+    ///
+    /// # Safety
+    /// As [`Control::run`].
+    unsafe fn scan_halo(
+        &self,
+        h: &Halo,
+        ins_at: &[usize],
+        outs_at: &[usize],
+        scratch: *mut u8,
+        threads: &Threads,
+    ) {
+        let Control::Scan { length, .. } = self else { return };
+        let blocks = length.div_ceil(h.block);
+        let done: Vec<AtomicUsize> = (0..h.chunks).map(|_| AtomicUsize::new(0)).collect();
+        let busy: Vec<AtomicBool> = (0..h.chunks).map(|_| AtomicBool::new(false)).collect();
+        let base = scratch as usize;
+        let worker = |w: i64, _: i64| {
+            let mut spins = 0u32;
+            loop {
+                let (mut finished, mut ran) = (true, false);
+                // Its own range first: that range's copy is in this thread's cache.
+                for c in (0..h.chunks).map(|i| (w as usize + i) % h.chunks) {
+                    let m = done[c].load(Ordering::Acquire);
+                    if m == blocks {
+                        continue;
+                    }
+                    finished = false;
+                    let (left, right) = ((c + h.chunks - 1) % h.chunks, (c + 1) % h.chunks);
+                    let ready = |n: usize| done[n].load(Ordering::Acquire) >= m;
+                    if !ready(left) || !ready(right) || busy[c].swap(true, Ordering::Acquire) {
+                        continue;
+                    }
+                    // Another thread may have run block m between the load and the claim.
+                    if done[c].load(Ordering::Acquire) == m {
+                        // SAFETY: range c is this thread's until released; its neighbours have
+                        // finished block m - 1 and wait for this one before writing again.
+                        unsafe { self.halo_block(h, c, m, ins_at, outs_at, base as *mut u8) };
+                        done[c].store(m + 1, Ordering::Release);
+                        ran = true;
+                    }
+                    busy[c].store(false, Ordering::Release);
+                }
+                if finished {
+                    return;
+                }
+                if ran {
+                    spins = 0;
+                } else if spins < 1 << 12 {
+                    std::hint::spin_loop();
+                    spins += 1;
+                } else {
+                    std::thread::yield_now();
+                }
+            }
+        };
+        threads.for_rows(h.chunks as i64, h.chunks, &worker);
+    }
+
+    /// Block `m` of range `c` of a scan with halos ([`Control::scan_halo`]).
+    ///
+    /// # Safety
+    /// As [`Control::run`]; range `c`'s sub arena and private buffers are this thread's, and its
+    /// neighbours have finished block `m − 1` and not started block `m + 1`.
+    unsafe fn halo_block(
+        &self,
+        h: &Halo,
+        c: usize,
+        m: usize,
+        ins_at: &[usize],
+        outs_at: &[usize],
+        scratch: *mut u8,
+    ) {
+        let Control::Scan { body, frame, length, nc, nk, .. } = self else { return };
+        let (rows, reach) = (h.body.rows, h.body.reach);
+        let (lo, hi) = (rows * c as i64 / h.chunks as i64, rows * (c as i64 + 1) / h.chunks as i64);
+        let steps = (length - m * h.block).min(h.block) as i64;
+        let last = (m + 1) * h.block >= *length;
+        let row_bytes = |k: usize| frame.state_bytes[k] / rows as usize;
+        let mut ins = vec![std::ptr::null::<u8>(); frame.n_in];
+        let mut outs = vec![std::ptr::null_mut::<u8>(); frame.n_out];
+        // SAFETY (whole body): range c's sub arena and private area lie inside the frame
+        // (`plan_split`), the shared buffers too; each copy stays inside its buffers (`copy_rows`).
+        unsafe {
+            let arena = scratch.add(frame.sub + c * frame.sub_stride);
+            let mut cur = arena.add(frame.arena_stride);
+            let mut nxt = cur.add(frame.halo_second());
+            let shared = |b: usize| scratch.add(if b.is_multiple_of(2) { frame.a } else { frame.b });
+            for k in 0..*nk {
+                let src =
+                    if m == 0 { ins_at[nc + k] as *const u8 } else { shared(m).add(frame.state_offs[k]) };
+                let span = (lo - steps * reach, hi + steps * reach, rows);
+                halo::copy_rows(src, cur.add(frame.state_offs[k]), row_bytes(k), span);
+            }
+            for (k, p) in ins[..*nc].iter_mut().enumerate() {
+                *p = ins_at[k] as *const u8;
+            }
+            for s in 0..steps {
+                for k in 0..*nk {
+                    ins[nc + k] = cur.add(frame.state_offs[k]);
+                    outs[k] = nxt.add(frame.state_offs[k]);
+                }
+                body.run_halo(&ins, &outs, arena, &h.body, (lo, hi, (steps - 1 - s) * reach));
+                std::mem::swap(&mut cur, &mut nxt);
+            }
+            for (k, &out) in outs_at[..*nk].iter().enumerate() {
+                let dst = if last { out as *mut u8 } else { shared(m + 1).add(frame.state_offs[k]) };
+                halo::copy_rows(cur.add(frame.state_offs[k]), dst, row_bytes(k), (lo, hi, rows));
+            }
+        }
+    }
+
     /// # Safety
     /// The step's buffers have the planned types and `scratch` has `scratch_bytes()` bytes.
     ///
@@ -460,11 +655,17 @@ impl Control {
                     outs.iter_mut().enumerate().for_each(|(k, p)| *p = output(k));
                     body.run_raw(ins, outs, scratch.add(frame.sub));
                 }
-                Control::Scan { frame, length, nc, nk, split, .. } => {
+                Control::Scan { frame, length, nc, nk, split, halo, .. } => {
                     if *length == 0 {
                         for k in 0..*nk {
                             std::ptr::copy_nonoverlapping(input(nc + k), output(k), frame.state_bytes[k]);
                         }
+                        return;
+                    }
+                    let ins_at: Vec<usize> = (0..step.inputs.len()).map(|k| input(k) as usize).collect();
+                    let outs_at: Vec<usize> = (0..step.outputs.len()).map(|k| output(k) as usize).collect();
+                    if let Some(h) = halo {
+                        self.scan_halo(h, &ins_at, &outs_at, scratch, threads);
                         return;
                     }
                     let Some(sp) = split else {
@@ -481,8 +682,6 @@ impl Control {
                         );
                         return;
                     };
-                    let ins_at: Vec<usize> = (0..step.inputs.len()).map(|k| input(k) as usize).collect();
-                    let outs_at: Vec<usize> = (0..step.outputs.len()).map(|k| output(k) as usize).collect();
                     self.scan_split(sp, &ins_at, &outs_at, scratch, threads);
                 }
                 Control::While { cond, body, frame, cc, bc, max_iters } => {

@@ -6,6 +6,7 @@ pub(crate) mod cumulative;
 mod donate;
 pub(crate) mod dot;
 mod fresh;
+pub(crate) mod halo;
 pub(crate) mod indexing;
 pub(crate) mod math;
 pub(crate) mod parallel;
@@ -53,6 +54,9 @@ pub(crate) enum Op {
         /// the input then has `rows` outer rows too). A scan body made of such kernels can run as
         /// independent row ranges ([`control::Control::plan_split`]).
         row_local: Box<[bool]>,
+        /// Per input: how many rows away from the written one (cyclically, along the outer axis)
+        /// the kernel reads it (`grouping::row_reach`); `None` where a read is no fixed shift.
+        row_reach: Box<[Option<u64>]>,
         /// Work units per call ([`crate::cost::kernel_work`], summed over members).
         units: u64,
     },
@@ -702,7 +706,14 @@ mod tests {
         };
         let inputs = vec![Loc::Param(1), Loc::Const(0), Loc::Arena(48), Loc::Param(0), Loc::Arena(0)];
         let outputs = vec![Loc::Arena(16), Loc::Out(0)];
-        let op = Op::Kernel { kernel: 0, rows: 1, chunks: 1, row_local: Box::new([]), units: 0 };
+        let op = Op::Kernel {
+            kernel: 0,
+            rows: 1,
+            chunks: 1,
+            row_local: Box::new([]),
+            row_reach: Box::new([]),
+            units: 0,
+        };
         let step = Step::new(op, inputs, outputs, 0, Traffic::default());
         let mut flag_byte = [7u8; 1];
         let flag = flag_byte.as_mut_ptr();
