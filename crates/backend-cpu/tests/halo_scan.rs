@@ -86,6 +86,16 @@ fn a_stencil_too_small_to_split_runs_on_one_thread() {
 }
 
 #[test]
+fn where_each_thread_s_range_is_too_small_for_a_block_fewer_ranges_run() {
+    // 40 rows on 4 threads: ranges of 10 or 13 rows have no block (a sixteenth of them is under
+    // one row), two ranges of 20 rows have blocks of one step.
+    let src = heat(40, 10);
+    check(&src, &[Array::scalar(0.05f32), f32s(&[40], 3)]);
+    let plan = plan_text(&parse(&src).unwrap(), 4);
+    assert!(plan.contains("as 2 row ranges with halos of 1 rows per step that meet every 1 steps"), "{plan}");
+}
+
+#[test]
 fn two_carries_of_other_row_widths_a_reach_of_two_and_a_zero_padded_edge() {
     // u: f32[N] read at rows r and r + 1 (its rows 1.. padded with a zero at the end: not
     // periodic); w: f32[N, 3] read at rows r and r - 2 (a roll by two along axis 0).

@@ -44,7 +44,9 @@ fn alias_pad(bytes: usize) -> usize {
     }
 }
 
-/// The scratch layout common to every control step: pointer tables, two state regions, sub arena.
+/// The scratch layout common to every control step: pointer tables, two state regions (apart by
+/// [`alias_pad`]), sub arenas (one per row range of a split scan, each followed by that range's
+/// private area).
 pub(crate) struct Frame {
     n_in: usize,
     n_out: usize,
@@ -55,7 +57,8 @@ pub(crate) struct Frame {
     a: usize,
     b: usize,
     sub: usize,
-    /// Bytes of one sub arena, rounded up to 64; a split scan has one per row range after `sub`.
+    /// Bytes of one sub arena and its private area, rounded up to 64; a split scan has one per row
+    /// range after `sub`.
     sub_stride: usize,
     /// The body's own arena bytes, rounded up to 64: where a range's private copies of shared
     /// outputs start in its sub arena (`RowSplit::private`).
@@ -111,8 +114,8 @@ impl Frame {
         self.total - self.table_bytes
     }
 
-    /// Makes room for `n` sub arenas (one per row range of a split scan), each with `private`
-    /// more bytes after the body's arena.
+    /// Makes room for `n` sub arenas (one per row range of a split scan or a scan with halos),
+    /// each with `private` more bytes after the body's arena.
     fn set_sub_arenas(&mut self, n: usize, private: usize) {
         self.sub_stride = self.arena_stride + private.next_multiple_of(64);
         self.total = self.sub + n.max(1) * self.sub_stride + self.table_bytes;
@@ -261,10 +264,12 @@ impl Control {
     /// [`Executable::halo_split`]) runs as row ranges with halos: the same number of ranges, each
     /// running blocks of steps on its own copy of its rows and `reach` more per step of the block
     /// on each side, and handing its rows over between blocks. The block keeps those extra rows
-    /// within a sixteenth of a range's rows (the work they add), and is at most half the scan
-    /// (two blocks at least: a range's last block then writes the scan's outputs only after its
-    /// neighbours have read the inputs, which may be the same buffer); each range's work per
-    /// block must reach [`cost::MIN_HALO_BLOCK_UNITS`] (or `min_task`, if lower).
+    /// within a sixteenth of a range's rows (the work they add), and is at most ⌈length / 2⌉
+    /// steps: with two blocks at least, a range's last block writes the scan's outputs only after
+    /// its neighbours have read the inputs (the plan never gives a scan's inputs and outputs one
+    /// buffer; this keeps the halo path from relying on it). Each range's work per block must
+    /// reach [`cost::MIN_HALO_BLOCK_UNITS`] (or `min_task`, if lower); where it does not with as
+    /// many ranges as for kernels, fewer ranges are tried (longer blocks, more work each).
     pub(crate) fn plan_split(&mut self, threads: usize, min_task: Option<u64>) {
         let Control::Scan { body, frame, length, nc, nk, split, halo, x_bytes, .. } = self else { return };
         *split = body.row_split(*nc, *nk).and_then(|b| {
@@ -280,18 +285,20 @@ impl Control {
         *halo = None;
         if split.is_none() && x_bytes.is_empty() && *length >= 2 {
             *halo = body.halo_split(*nc, *nk).and_then(|b| {
-                let chunks =
+                let most =
                     cost::kernel_chunks(b.units.saturating_mul(*length as u64), b.rows, threads, min_task);
-                let block =
-                    usize::try_from(b.rows / chunks as i64 / (16 * b.reach)).ok()?.min(length.div_ceil(2));
-                let per_block = (b.units / chunks as u64).saturating_mul(block as u64);
                 let block_min =
                     min_task.map_or(cost::MIN_HALO_BLOCK_UNITS, |m| m.min(cost::MIN_HALO_BLOCK_UNITS));
-                (chunks > 1 && block >= 1 && per_block >= block_min).then_some(Halo {
-                    body: b,
-                    chunks,
-                    block,
-                })
+                (2..=most)
+                    .rev()
+                    .find_map(|chunks| {
+                        let block = usize::try_from(b.rows / chunks as i64 / (16 * b.reach))
+                            .unwrap_or(0)
+                            .min(length.div_ceil(2));
+                        let per_block = (b.units / chunks as u64).saturating_mul(block as u64);
+                        (block >= 1 && per_block >= block_min).then_some((chunks, block))
+                    })
+                    .map(|(chunks, block)| Halo { body: b, chunks, block })
             });
         }
         match (split, halo) {
@@ -535,10 +542,14 @@ impl Control {
         let blocks = length.div_ceil(h.block);
         let done: Vec<AtomicUsize> = (0..h.chunks).map(|_| AtomicUsize::new(0)).collect();
         let busy: Vec<AtomicBool> = (0..h.chunks).map(|_| AtomicBool::new(false)).collect();
+        let stop = AtomicBool::new(false);
         let base = scratch as usize;
         let worker = |w: i64, _: i64| {
             let mut spins = 0u32;
             loop {
+                if stop.load(Ordering::Acquire) {
+                    return;
+                }
                 let (mut finished, mut ran) = (true, false);
                 // Its own range first: that range's copy is in this thread's cache.
                 for c in (0..h.chunks).map(|i| (w as usize + i) % h.chunks) {
@@ -554,9 +565,11 @@ impl Control {
                     }
                     // Another thread may have run block m between the load and the claim.
                     if done[c].load(Ordering::Acquire) == m {
+                        let guard = StopOnUnwind(&stop);
                         // SAFETY: range c is this thread's until released; its neighbours have
                         // finished block m - 1 and wait for this one before writing again.
                         unsafe { self.halo_block(h, c, m, ins_at, outs_at, base as *mut u8) };
+                        std::mem::forget(guard);
                         done[c].store(m + 1, Ordering::Release);
                         ran = true;
                     }
@@ -662,9 +675,13 @@ impl Control {
                         }
                         return;
                     }
-                    let ins_at: Vec<usize> = (0..step.inputs.len()).map(|k| input(k) as usize).collect();
-                    let outs_at: Vec<usize> = (0..step.outputs.len()).map(|k| output(k) as usize).collect();
+                    // The buffers' addresses, for the threads (allocated only on these paths).
+                    let at = || -> (Vec<usize>, Vec<usize>) {
+                        let ins = (0..step.inputs.len()).map(|k| input(k) as usize).collect();
+                        (ins, (0..step.outputs.len()).map(|k| output(k) as usize).collect())
+                    };
                     if let Some(h) = halo {
+                        let (ins_at, outs_at) = at();
                         self.scan_halo(h, &ins_at, &outs_at, scratch, threads);
                         return;
                     }
@@ -682,6 +699,7 @@ impl Control {
                         );
                         return;
                     };
+                    let (ins_at, outs_at) = at();
                     self.scan_split(sp, &ins_at, &outs_at, scratch, threads);
                 }
                 Control::While { cond, body, frame, cc, bc, max_iters } => {
@@ -738,6 +756,16 @@ impl Control {
                 }
             }
         }
+    }
+}
+
+/// Raises its flag if dropped while unwinding: a range whose block panicked never advances, and the
+/// other workers of [`Control::scan_halo`] then stop waiting for it (rayon passes the panic on).
+struct StopOnUnwind<'a>(&'a AtomicBool);
+
+impl Drop for StopOnUnwind<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Release);
     }
 }
 

@@ -57,6 +57,11 @@ impl Executable {
             units = units.saturating_add(*u);
             let mut step_reads = Vec::new();
             for (l, reach) in step.inputs.iter().zip(row_reach.iter()) {
+                // A member of a multi-output kernel reads an earlier member's output only in its
+                // own row (`grouping`): the rows this step computes anyway.
+                if step.outputs.iter().any(|o| key(o) == key(l)) {
+                    continue;
+                }
                 let producer = match *l {
                     Loc::Const(_) => continue,
                     Loc::Param(p) if p < consts => continue,
