@@ -3,6 +3,8 @@
 //! `runtime::halo`). Results must be bitwise those of one thread, and the interpreter's; a body
 //! that reads its carry at no fixed distance must not be split this way.
 
+mod common;
+
 use kiln_backend_cpu::{CompileOptions, compile_with};
 use kiln_ir::{Array, Function, eval, parse};
 
@@ -18,12 +20,9 @@ fn f32s(dims: &[usize], seed: u32) -> Array {
     Array::from_vec(dims, v)
 }
 
-/// The plan listings (the function's and its bodies') of `f` compiled on `threads` threads.
+/// The plan listing of `f` compiled on `threads` threads.
 fn plan_text(f: &Function, threads: usize) -> String {
-    let dir = tempfile::tempdir().unwrap();
-    compile_with(f, &CompileOptions { dump_dir: Some(dir.path().to_path_buf()), ..opts(threads) }).unwrap();
-    let folder = std::fs::read_dir(dir.path()).unwrap().next().unwrap().unwrap().path();
-    std::fs::read_to_string(folder.join("plan.txt")).unwrap()
+    common::plan_text(f, &opts(threads))
 }
 
 /// Runs `src` on 1–4 threads: every result bitwise the one-thread one and the interpreter's
@@ -44,20 +43,29 @@ fn check(src: &str, args: &[Array]) -> String {
     plan_text(&f, 2)
 }
 
+/// IR lines defining `l` = `roll(x, 1)` and `r` = `roll(x, -1)` for `x: f32[n]`, as `jnp.roll`
+/// traces them (two slices and a concatenate each).
+fn rolls(x: &str, n: usize) -> String {
+    let m = n - 1;
+    format!(
+        "        a:f32[1] = slice[start=({m},) limit=({n},) strides=(1,)] {x}
+        b:f32[{m}] = slice[start=(0,) limit=({m},) strides=(1,)] {x}
+        l:f32[{n}] = concatenate[dimension=0] a b
+        d:f32[{m}] = slice[start=(1,) limit=({n},) strides=(1,)] {x}
+        e:f32[1] = slice[start=(0,) limit=(1,) strides=(1,)] {x}
+        r:f32[{n}] = concatenate[dimension=0] d e
+"
+    )
+}
+
 /// W1's step on `n` points, `length` steps: `u + c·((roll(u, 1) − 2u) + roll(u, −1))`, the rolls
 /// written as `jnp.roll` traces them (two slices and a concatenate).
 fn heat(n: usize, length: usize) -> String {
-    let m = n - 1;
+    let rolls = rolls("u", n);
     format!(
         "{{ lambda c:f32[] u0:f32[{n}] . let
     fin:f32[{n}] = scan[length={length} reverse=false num_consts=1 num_carry=1 body={{ lambda c:f32[] u:f32[{n}] ; two:f32[] = 2.0 . let
-        a:f32[1] = slice[start=({m},) limit=({n},) strides=(1,)] u
-        b:f32[{m}] = slice[start=(0,) limit=({m},) strides=(1,)] u
-        l:f32[{n}] = concatenate[dimension=0] a b
-        d:f32[{m}] = slice[start=(1,) limit=({n},) strides=(1,)] u
-        e:f32[1] = slice[start=(0,) limit=(1,) strides=(1,)] u
-        r:f32[{n}] = concatenate[dimension=0] d e
-        tb:f32[{n}] = broadcast_in_dim[shape=({n},) broadcast_dimensions=()] two
+{rolls}        tb:f32[{n}] = broadcast_in_dim[shape=({n},) broadcast_dimensions=()] two
         t:f32[{n}] = mul tb u
         s:f32[{n}] = sub l t
         q:f32[{n}] = add s r
@@ -125,25 +133,19 @@ fn two_carries_of_other_row_widths_a_reach_of_two_and_a_zero_padded_edge() {
 
 #[test]
 fn a_body_step_read_shifted_by_a_later_one_is_computed_on_a_wider_range() {
-    // The body's first kernel computes `e = exp(−u²)` (materialized: three readers), the second
+    // The body's first kernel computes `ex = exp(−u²)` (materialized: three readers), the second
     // reads it at rows r - 1, r and r + 1: the first kernel must compute one row more on each
     // side than the carries' range, and a step reads 1 row of the carry beyond its own.
     let n = 800;
-    let m = n - 1;
+    let rolls = rolls("ex", n);
     let src = format!(
         "{{ lambda u0:f32[{n}] . let
     fin:f32[{n}] = scan[length=31 reverse=false num_consts=0 num_carry=1 body={{ lambda u:f32[{n}] ; k:f32[] = 0.1 . let
         sq:f32[{n}] = mul u u
         ns:f32[{n}] = neg sq
-        e:f32[{n}] = exp ns
-        a:f32[1] = slice[start=({m},) limit=({n},) strides=(1,)] e
-        b:f32[{m}] = slice[start=(0,) limit=({m},) strides=(1,)] e
-        l:f32[{n}] = concatenate[dimension=0] a b
-        d:f32[{m}] = slice[start=(1,) limit=({n},) strides=(1,)] e
-        f:f32[1] = slice[start=(0,) limit=(1,) strides=(1,)] e
-        r:f32[{n}] = concatenate[dimension=0] d f
-        s:f32[{n}] = add l r
-        t:f32[{n}] = sub s e
+        ex:f32[{n}] = exp ns
+{rolls}        s:f32[{n}] = add l r
+        t:f32[{n}] = sub s ex
         kb:f32[{n}] = broadcast_in_dim[shape=({n},) broadcast_dimensions=()] k
         g:f32[{n}] = mul kb t
         v:f32[{n}] = sub u g
