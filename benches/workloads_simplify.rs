@@ -1,7 +1,8 @@
 //! The egg simplifier and multi-output kernels against the frozen greedy baseline (one kernel per
 //! root, `.simplify(false)`) on the workload suite (issue 6): per case,
 //! the simplifier's own time on the traced program (regions, stop reasons, rules fired with counts,
-//! cost before/after) and the scatter-adds `sort_scan_scatters` rewrites, then the program compiled with `.simplify(true)` and `.simplify(false)`:
+//! cost before/after), the rules that fired in `jit`'s own pipeline (which runs the simplifier
+//! after its scan rewrites) and those that would fire with fast math and the scatter-adds `sort_scan_scatters` rewrites, then the program compiled with `.simplify(true)` and `.simplify(false)`:
 //! compile time, kernels and bytes moved per call (`cost_report()`), and the best run time of a few
 //! calls. A plain `main` (no criterion) so that the whole table takes a few minutes.
 //!
@@ -25,7 +26,7 @@ struct Side {
     run: Duration,
 }
 
-fn side(case: &workloads::Case, simplify: bool) -> (Side, kiln::ir::Function) {
+fn side(case: &workloads::Case, simplify: bool) -> (Side, kiln::ir::Function, Option<kiln::SimplifyOutcome>) {
     SIMPLIFY.set(simplify);
     let mut run = (case.make)();
     let t0 = Instant::now();
@@ -46,7 +47,13 @@ fn side(case: &workloads::Case, simplify: bool) -> (Side, kiln::ir::Function) {
         bytes: cost.bytes_moved,
         run: best,
     };
-    (s, function)
+    (s, function, exe.simplify_outcome().cloned())
+}
+
+/// `name×count, ...` of a report's rules, or `none`.
+fn rules_line(report: &kiln::transform::SimplifyReport) -> String {
+    let fired: Vec<String> = report.rules_fired().iter().map(|(k, v)| format!("{k}×{v}")).collect();
+    if fired.is_empty() { "none".to_string() } else { fired.join(", ") }
 }
 
 fn ms(d: Duration) -> f64 {
@@ -62,8 +69,8 @@ fn main() {
         {
             continue;
         }
-        let (greedy, _) = side(&case, false);
-        let (egg, function) = side(&case, true);
+        let (greedy, _, _) = side(&case, false);
+        let (egg, function, outcome) = side(&case, true);
         let live = kiln::transform::dce(&function);
         let (_, report) = kiln::transform::simplify(&live, &kiln::transform::SimplifyOptions::default());
         let (mut before, mut after, mut accepted) = (0u64, 0u64, 0);
@@ -84,8 +91,21 @@ fn main() {
             before,
             after
         );
-        let fired: Vec<String> = report.rules_fired().iter().map(|(k, v)| format!("{k}×{v}")).collect();
-        println!("  rules: {}", if fired.is_empty() { "none".to_string() } else { fired.join(", ") });
+        println!("  rules (traced program): {}", rules_line(&report));
+        // jit runs the simplifier after loop-invariant code motion and the other scan rewrites,
+        // which expose more (hoisted invariants folded to literals, column-split carries).
+        let outcome = outcome.expect("the egg side compiles with the simplifier");
+        println!(
+            "  rules (jit's pipeline, {}): {}",
+            if outcome.kept { "simplified program kept" } else { "input kept" },
+            rules_line(&outcome.report)
+        );
+        // Fast math is opt-in (`.fast_math(true)`); what its rules would do to the traced program.
+        let fast = kiln::transform::SimplifyOptions { fast_math: true, ..Default::default() };
+        println!(
+            "  rules with fast math (traced program): {}",
+            rules_line(&kiln::transform::simplify(&live, &fast).1)
+        );
         // Before LICM: scatter-adds with loop-invariant indices made sorted segment sums (`jit`
         // keeps that form where the backend estimates it no costlier).
         println!("  scatter-adds made segment sums: {}", kiln::transform::sort_scan_scatters(&live).1);

@@ -24,11 +24,16 @@ sum_rules() {
 cargo build --release -p kiln-sims --bin kiln-sims
 SIMS="$ROOT/target/release/kiln-sims"
 
-echo "# workloads (cargo bench --bench workloads_simplify)"
-cargo bench --bench workloads_simplify 2>/dev/null | awk '/^W[0-9]/ {name = $0} /^  rules:/ {sub(/^  rules: /, ""); print name "\t" $0}' \
-    > "$TMP/workloads.tsv"
-while IFS=$'\t' read -r name rules; do
-    echo "$name: $rules"
+echo "# workloads (cargo bench --bench workloads_simplify): rules on the traced program and in jit's pipeline"
+cargo bench --bench workloads_simplify 2>/dev/null > "$TMP/bench.txt"
+# name <TAB> rules on the traced program <TAB> rules in jit's pipeline
+awk '/^W[0-9]/ {name = $0}
+     /^  rules \(traced program\):/ {sub(/^[^:]*: /, ""); traced = $0}
+     /^  rules \(jit.s pipeline/ {sub(/^[^:]*: /, ""); print name "\t" traced "\t" $0}' "$TMP/bench.txt" > "$TMP/workloads.tsv"
+awk '/^W[0-9]/ {name = $0} /^  rules with fast math/ {sub(/^[^:]*: /, ""); print name "\t" $0}' "$TMP/bench.txt" \
+    > "$TMP/fast.tsv"
+while IFS=$'\t' read -r name traced pipeline; do
+    echo "$name: traced program: $traced; jit's pipeline: $pipeline"
 done < "$TMP/workloads.tsv"
 
 run_sim() { # label, then kiln-sims arguments
@@ -51,8 +56,12 @@ run_sim pendulum-apg-grad apg --iterations 2 --batch 8 --out "$TMP/apg"
 run_sim pendulum-apg-mlp-grad apg --iterations 2 --batch 8 --hidden 32,32 --out "$TMP/apg-mlp"
 run_sim epi-calibrate calibrate
 
-fired=$( (cut -f2 "$TMP/workloads.tsv"; cat "$TMP/sims.txt") | tr ',' '\n' | sed 's/^ *//; s/×.*//' | sort -u)
+fired=$( (cut -f2,3 "$TMP/workloads.tsv" | tr '\t' ','; cat "$TMP/sims.txt") | tr ',' '\n' | sed 's/^ *//; s/×.*//' | sort -u)
 all=$(sed -n 's/^ *rule!(\([a-z0-9_]*\), .*/\1/p' crates/transform/src/simplify/rules.rs)
 echo "# rules of RULES that fired on none of these programs"
 comm -23 <(echo "$all" | sort -u) <(echo "$fired") | tr '\n' ' '
+echo
+echo "# of those, the ones that fire on a workload's traced program with fast math (.fast_math(true))"
+fast=$(cut -f2 "$TMP/fast.tsv" | tr ',' '\n' | sed 's/^ *//; s/×.*//; /^none$/d' | sort -u)
+comm -12 <(comm -23 <(echo "$all" | sort -u) <(echo "$fired")) <(echo "$fast") | tr '\n' ' '
 echo

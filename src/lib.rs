@@ -34,7 +34,7 @@ pub use ad::{
 pub use checkpoint_policy::{AUTO_STORE_ALL_BYTES, Checkpoint, checkpoint_policy, with_checkpoint};
 pub use chunked::{ChunkedSpecialized, ChunkedVmap, DEFAULT_CHUNK, chunked_vmap};
 pub use custom::{checkpoint, custom_jvp, custom_vjp};
-pub use jit::{Compiled, Jit, JitOptions, JitStatic, Specialized, jit, jit_static};
+pub use jit::{Compiled, Jit, JitOptions, JitStatic, SimplifyOutcome, Specialized, jit, jit_static};
 pub use kiln_ir as ir;
 pub use kiln_ir::DType;
 pub use kiln_trace::{

@@ -37,6 +37,23 @@ fn simplified_jit_matches_unsimplified_and_eager_bitwise() {
 }
 
 #[test]
+fn the_compiled_program_reports_what_the_simplifier_did() {
+    let x = Tensor::from_vec(&[16], special(16));
+    let compiled = jit(program).compiled(&x).unwrap();
+    let outcome = compiled.simplify_outcome().expect("jit simplifies by default");
+    assert!(outcome.kept, "{}", outcome.report);
+    let fired = outcome.report.rules_fired();
+    for rule in ["mul_one", "add_neg_zero", "neg_neg", "transpose_transpose"] {
+        assert!(fired.contains_key(rule), "{rule} in {fired:?}");
+    }
+    // x*0 is not 0 without fast math.
+    assert!(!fired.contains_key("mul_zero"), "{fired:?}");
+    let fast = jit(program).fast_math(true).compiled(&x).unwrap();
+    assert_eq!(fast.simplify_outcome().unwrap().report.fired("mul_zero"), 1);
+    assert!(jit(program).simplify(false).compiled(&x).unwrap().simplify_outcome().is_none());
+}
+
+#[test]
 fn fast_math_reaches_the_simplifier() {
     let f = |x: Tensor| &x * 0.0 + &x;
     let x = Tensor::from_vec(&[4], vec![1.0f32, f32::INFINITY, 2.0, 3.0]);

@@ -69,7 +69,8 @@ pub(crate) fn compile_shared(f: &Function, opts: &JitOptions) -> Result<Arc<Comp
     }
     // Compile without holding the lock: other threads keep using the cache meanwhile (two threads
     // compiling the same program at once both succeed; one result is kept).
-    let compiled = Arc::new(Compiled::new(backend_compile(f, opts)?));
+    let (exe, simplify) = backend_compile(f, opts)?;
+    let compiled = Arc::new(Compiled::new(exe, simplify));
     let mut shared = lock();
     shared.retain(|_, w| w.strong_count() > 0);
     let kept = shared.entry(key).or_default();

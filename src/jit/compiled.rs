@@ -1,5 +1,6 @@
 //! Compiled programs and the errors for arguments that do not match them.
 
+use super::options::SimplifyOutcome;
 use kiln_backend_cpu::{Arg, Executable};
 use kiln_ir::{Array, SrcLoc, TensorType};
 use kiln_trace::{Error, Result};
@@ -23,11 +24,12 @@ use std::panic::Location;
 /// ```
 pub struct Compiled {
     exe: Executable,
+    simplify: Option<SimplifyOutcome>,
 }
 
 impl Compiled {
-    pub(crate) fn new(exe: Executable) -> Compiled {
-        Compiled { exe }
+    pub(crate) fn new(exe: Executable, simplify: Option<SimplifyOutcome>) -> Compiled {
+        Compiled { exe, simplify }
     }
 
     /// Runs the native code on host arrays (one per input leaf, in tree order; any memory layout).
@@ -53,6 +55,23 @@ impl Compiled {
     /// The compiled executable (kernel count and types, for reports and tests).
     pub fn executable(&self) -> &Executable {
         &self.exe
+    }
+
+    /// What `jit`'s simplifier did to this program: its report (rules fired per region, stop
+    /// reasons, costs and time) and whether its program was compiled. `None` under
+    /// `.simplify(false)`.
+    ///
+    /// ```
+    /// use kiln::prelude::*;
+    /// // `x * 1` is `x` (exact): the simplifier's `mul_one` fires in jit's pipeline.
+    /// let f = jit(|x: Tensor| (&x * 1.0).exp());
+    /// let compiled = f.compiled(&Tensor::from_vec(&[3], vec![0.0f32, 1.0, 2.0]))?;
+    /// let outcome = compiled.simplify_outcome().expect("jit simplifies by default");
+    /// assert_eq!(outcome.report.fired("mul_one"), 1);
+    /// # Ok::<(), kiln::Error>(())
+    /// ```
+    pub fn simplify_outcome(&self) -> Option<&SimplifyOutcome> {
+        self.simplify.as_ref()
     }
 
     /// The parameter types, one per input leaf.

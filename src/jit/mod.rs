@@ -43,7 +43,7 @@ mod options;
 mod staged;
 
 pub use compiled::Compiled;
-pub use options::JitOptions;
+pub use options::{JitOptions, SimplifyOutcome};
 
 use crate::Args;
 use compiled::{jit_error, signature_mismatch};

@@ -83,8 +83,11 @@ impl JitOptions {
 /// and the backend compiles (multi-output kernels with `opts.simplify`) with `opts.threads` (or
 /// `KILN_NUM_THREADS`) and `KILN_DUMP` from the environment. With `KILN_DUMP` set,
 /// `<dir>/simplify-<n>.txt` holds the IR before and after, the simplifier's report and the
-/// verdicts.
-pub(crate) fn backend_compile(f: &Function, opts: &JitOptions) -> Result<Executable, CompileError> {
+/// verdicts. Returns the executable and, with `opts.simplify`, what the simplifier did.
+pub(crate) fn backend_compile(
+    f: &Function,
+    opts: &JitOptions,
+) -> Result<(Executable, Option<SimplifyOutcome>), CompileError> {
     let env = CompileOptions::from_env();
     // `simplify(false)` is the frozen greedy baseline: one root per kernel, no multi-output kernels.
     let options = CompileOptions {
@@ -187,11 +190,26 @@ pub(crate) fn backend_compile(f: &Function, opts: &JitOptions) -> Result<Executa
         if keep {
             // `estimate` stops before code generation; should the simplified program fail there
             // (an operand limit, say), the input is compiled instead.
-            return kiln_backend_cpu::compile_with(&simplified, &options)
-                .or_else(|_| kiln_backend_cpu::compile_with(&live, &options));
+            if let Ok(exe) = kiln_backend_cpu::compile_with(&simplified, &options) {
+                return Ok((exe, Some(SimplifyOutcome { report, kept: true })));
+            }
         }
+        let exe = kiln_backend_cpu::compile_with(&live, &options)?;
+        return Ok((exe, Some(SimplifyOutcome { report, kept: false })));
     }
-    kiln_backend_cpu::compile_with(&live, &options)
+    Ok((kiln_backend_cpu::compile_with(&live, &options)?, None))
+}
+
+/// What `jit`'s simplifier did to one compiled program ([`crate::Compiled::simplify_outcome`]).
+#[derive(Clone, Debug)]
+pub struct SimplifyOutcome {
+    /// The report of the extraction that was compared with the input (rules fired per region,
+    /// stop reasons, costs, time), run after loop-invariant code motion and the other scan
+    /// rewrites, so it lists what fires in `jit`'s own pipeline.
+    pub report: kiln_transform::SimplifyReport,
+    /// True if the simplified program was compiled; false if the backend estimated it costlier
+    /// than the input (or it did not compile) and the input was compiled instead.
+    pub kept: bool,
 }
 
 /// Whether to compile the simplifier's program rather than the input, by the backend's own estimate
@@ -348,7 +366,7 @@ mod tests {
         let (moved, report) = kiln_transform::precompute_scan_xs_work(&f, &|_, _, _| true);
         assert_eq!(report.scans, 1, "the transform alone moves the product");
         assert!(kiln_backend_cpu::estimate(&moved).is_err(), "and that program does not plan");
-        let exe =
+        let (exe, _) =
             super::backend_compile(&f, &super::JitOptions::default()).expect("compiles without the move");
         let s16 = [2usize; 16];
         let args = [
