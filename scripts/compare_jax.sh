@@ -3,6 +3,8 @@
 # (benches/jax/), checks that their checksums agree, and prints one markdown table.
 #
 #   scripts/compare_jax.sh [W1,W5]     # default: every workload the kiln runner has
+#   RUNS=3 scripts/compare_jax.sh      # three whole runs, one after the other, merged into one
+#                                      # table with each run's ratios and their medians
 #
 # Creates the JAX venv at .venv-jax (gitignored) on first use. Raw records land in target/compare/.
 # Exits non-zero when a checksum disagrees (see scripts/compare_table.py).
@@ -23,9 +25,7 @@ KILN="$ROOT/target/release/examples/bench_kiln"
 ONLY=${1:-$("$KILN" --list-workloads)}
 OUT="$ROOT/target/compare"
 mkdir -p "$OUT"
-: > "$OUT/jax.jsonl"
-: > "$OUT/jax_x64.jsonl"
-: > "$OUT/kiln.jsonl"
+RUNS=${RUNS:-1}
 
 script_for() {
     case $1 in
@@ -38,17 +38,35 @@ script_for() {
     esac
 }
 
-# One workload at a time, both sides back to back, so both see the same machine load.
-for w in ${ONLY//,/ }; do
-    s=$(script_for "$w")
-    echo "# $w: JAX ($s)" >&2
-    (cd benches/jax && "$VENV/bin/python" "$s") | grep '^RESULT ' | sed 's/^RESULT //' >> "$OUT/jax.jsonl"
-    echo "# $w: kiln" >&2
-    "$KILN" --only "$w" | grep '^RESULT ' | sed 's/^RESULT //' >> "$OUT/kiln.jsonl"
-    echo "# $w: JAX float64 reference checksums" >&2
-    (cd benches/jax && KILN_ANCHOR_X64=1 "$VENV/bin/python" "$s" 2>/dev/null) | grep '^RESULT ' \
-        | sed 's/^RESULT //' >> "$OUT/jax_x64.jsonl"
-done
+# One whole run: one workload at a time, both sides back to back, so both see the same machine load.
+run_once() {
+    : > "$OUT/jax.jsonl"
+    : > "$OUT/jax_x64.jsonl"
+    : > "$OUT/kiln.jsonl"
+    for w in ${ONLY//,/ }; do
+        s=$(script_for "$w")
+        echo "# $w: JAX ($s)" >&2
+        (cd benches/jax && "$VENV/bin/python" "$s") | grep '^RESULT ' | sed 's/^RESULT //' >> "$OUT/jax.jsonl"
+        echo "# $w: kiln" >&2
+        "$KILN" --only "$w" | grep '^RESULT ' | sed 's/^RESULT //' >> "$OUT/kiln.jsonl"
+        echo "# $w: JAX float64 reference checksums" >&2
+        (cd benches/jax && KILN_ANCHOR_X64=1 "$VENV/bin/python" "$s" 2>/dev/null) | grep '^RESULT ' \
+            | sed 's/^RESULT //' >> "$OUT/jax_x64.jsonl"
+    done
+    "$VENV/bin/python" scripts/compare_table.py "$OUT/kiln.jsonl" "$OUT/jax.jsonl" "$OUT/jax_x64.jsonl" \
+        | tee "$OUT/table.md"
+}
 
-"$VENV/bin/python" scripts/compare_table.py "$OUT/kiln.jsonl" "$OUT/jax.jsonl" "$OUT/jax_x64.jsonl" \
-    | tee "$OUT/table.md"
+if [ "$RUNS" -le 1 ]; then
+    run_once
+    exit 0
+fi
+tables=()
+for i in $(seq 1 "$RUNS"); do
+    echo "# run $i of $RUNS, started $(date -u +%H:%M) UTC" >&2
+    run_once
+    cp "$OUT/table.md" "$OUT/table-run$i.md"
+    tables+=("$OUT/table-run$i.md")
+done
+echo
+python3 scripts/merge_tables.py "${tables[@]}" | tee "$OUT/table.md"
