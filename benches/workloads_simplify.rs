@@ -1,10 +1,11 @@
 //! The egg simplifier and multi-output kernels against the frozen greedy baseline (one kernel per
-//! root, `.simplify(false)`) on the workload suite (issue 6): per case,
-//! the simplifier's own time on the traced program (regions, stop reasons, rules fired with counts,
-//! cost before/after), the rules that fired in `jit`'s own pipeline (which runs the simplifier
-//! after its scan rewrites) and those that would fire with fast math and the scatter-adds `sort_scan_scatters` rewrites, then the program compiled with `.simplify(true)` and `.simplify(false)`:
-//! compile time, kernels and bytes moved per call (`cost_report()`), and the best run time of a few
-//! calls. A plain `main` (no criterion) so that the whole table takes a few minutes.
+//! root, `.simplify(false)`) on the workload suite (issue 6): per case, the simplifier's own time
+//! on the traced program (regions, stop reasons, rules fired with counts, cost before/after), the
+//! rules that fired in `jit`'s own pipeline (which runs the simplifier after its scan rewrites),
+//! those that would fire with fast math, and the scatter-adds `sort_scan_scatters` rewrites; then
+//! the program compiled with `.simplify(true)` and `.simplify(false)`: compile time, kernels and
+//! bytes moved per call (`cost_report()`), and the best run time of a few calls. A plain `main`
+//! (no criterion) so that the whole table takes a few minutes.
 //!
 //! Run: `cargo bench --bench workloads_simplify [-- FILTER]` (FILTER: a substring of
 //! `W1/grad/N=4096,T=1000`-style names). The largest sizes (W1 and W3 at N = 10⁶) are skipped unless
