@@ -3,6 +3,11 @@
 
 use std::path::Path;
 
+use kiln::prelude::*;
+use kiln_sims::epi::calibrate::flu::{flu_with_days, simulate_flu_weekly};
+use kiln_sims::epi::calibrate::{simulate_mean, with_days};
+use kiln_sims::epi::{CovidModel, CovidParams, FluModel, FluParams, Population, UpdateForm};
+
 mod common;
 use common::cli::{kiln_sims, listing};
 
@@ -121,6 +126,7 @@ fn too_many_prediction_weeks_for_the_window() {
     // checks instead of clap's "unexpected argument '-1'".
     fails_cleanly("horizon0", &["--horizon", "0"], &["--horizon 0: must be positive"]);
     fails_cleanly("ensemble0", &["--ensemble", "0"], &["--ensemble 0: must be positive"]);
+    fails_cleanly("fensemble0", &["--forecast-ensemble", "0"], &["--forecast-ensemble 0: must be positive"]);
     fails_cleanly("weeks0", &["--prediction-weeks", "0"], &["--prediction-weeks 0: must be positive"]);
     fails_cleanly("weeks-1", &["--prediction-weeks", "-1"], &["'-1'", "--prediction-weeks"]);
     fails_cleanly("lr-neg", &["--lr", "-0.1"], &["--lr -0.1: must be a finite positive number"]);
@@ -176,6 +182,8 @@ fn short_run_on_bundled_data_writes_the_three_files() {
         "4",
         "--prediction-weeks",
         "1",
+        "--forecast-ensemble",
+        "3",
     ];
     let o = kiln_sims(&args);
     let (stdout, stderr) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
@@ -213,6 +221,26 @@ fn short_run_on_bundled_data_writes_the_three_files() {
     // 2020-03-28 is the first day with 25011 deaths in its trailing week: 2020-03-26 and -27, one each.
     assert_eq!(cells(14)[1], format!("{:.6}", 2.0 / 7.0));
     assert_eq!(cells(11)[1], "0.000000"); // 2020-03-25
+
+    // The fitted (training rows) and forecast curves are the mean of --forecast-ensemble draws
+    // under the fitted parameters: recomputed here from params.json with the library.
+    assert_eq!(json["forecast_ensemble"], 3);
+    let population = Population::county_scaled(25011, 3000, 4).unwrap();
+    let model = with_days(&CovidModel::new(&population, 14, UpdateForm::KeepGrad), 14 + 28);
+    let f32s = |key: &str| weeks.iter().map(|w| w[key].as_f64().unwrap() as f32).collect::<Vec<_>>();
+    let params = CovidParams {
+        r0: Tensor::from_vec(&[2], f32s("r0")),
+        mortality: Tensor::from_vec(&[2], f32s("mortality")),
+        initial_pct: Tensor::scalar(json["initial_pct"].as_f64().unwrap() as f32),
+    };
+    let (_, deaths) = simulate_mean(&model, &params, 3, 4).unwrap();
+    let (_, one_draw) = simulate_mean(&model, &params, 1, 4).unwrap();
+    assert_ne!(deaths, one_draw, "three draws differ from one");
+    let scale = f64::from(json["scale"].as_f64().unwrap() as f32);
+    for (day, d) in deaths.iter().enumerate() {
+        let column = if day < 14 { 2 } else { 3 };
+        assert_eq!(cells(day + 1)[column], format!("{:.6}", d * scale), "day {day}");
+    }
 
     let png = std::fs::read(out.join("plot.png")).unwrap();
     assert!(png.starts_with(b"\x89PNG\r\n\x1a\n") && png.len() > 10_000, "{} bytes", png.len());
@@ -379,6 +407,8 @@ fn flu_short_run_writes_weekly_files() {
         "201740",
         "--end",
         "2017-10-25", // a Wednesday of epiweek 201743
+        "--forecast-ensemble",
+        "2",
     ];
     let o = kiln_sims(&args);
     let stdout = String::from_utf8_lossy(&o.stdout);
@@ -430,6 +460,16 @@ fn flu_short_run_writes_weekly_files() {
                 assert!((0.0..=100.0).contains(&num(cell)), "row {i}: {row:?}");
             }
         }
+    }
+    // Fitted and forecast weekly ILI: the mean of --forecast-ensemble draws, recomputed here.
+    let population = Population::county_scaled(25011, 1500, 0).unwrap();
+    let model = flu_with_days(&FluModel::new(&population, 7 * 4, UpdateForm::KeepGrad), 7 * 8);
+    let r0 = weeks.iter().map(|w| w["r0"].as_f64().unwrap() as f32).collect::<Vec<_>>();
+    let params = FluParams { r0: Tensor::from_vec(&[4], r0), initial_pct: Tensor::scalar(1.0f32) };
+    let ili = simulate_flu_weekly(&model, &params, 2, 0).unwrap();
+    assert_ne!(ili, simulate_flu_weekly(&model, &params, 1, 0).unwrap(), "two draws differ from one");
+    for (i, (row, v)) in rows.iter().zip(&ili).enumerate() {
+        assert_eq!(row[if i < 4 { 3 } else { 4 }], format!("{v:.6}"), "week {i}");
     }
     let png = std::fs::read(out.join("plot.png")).unwrap();
     assert!(png.starts_with(b"\x89PNG\r\n\x1a\n") && png.len() > 10_000, "{} bytes", png.len());

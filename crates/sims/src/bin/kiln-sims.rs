@@ -208,9 +208,13 @@ struct CalibrateArgs {
     /// Days to forecast after each training window (flu: a multiple of 7; 28 = 4 weeks).
     #[arg(long, default_value_t = 28, allow_hyphen_values = true)]
     horizon: usize,
-    /// Noise seeds simulated per step and in the forecast (their mean curve is used).
+    /// Noise seeds simulated per optimizer step (the loss compares their mean curve).
     #[arg(long, default_value_t = 1, allow_hyphen_values = true)]
     ensemble: usize,
+    /// Noise seeds whose mean curve is the fitted and forecast curve (one draw of a small outbreak
+    /// can lie far from the model's mean).
+    #[arg(long, value_name = "K", default_value_t = 16, allow_hyphen_values = true)]
+    forecast_ensemble: usize,
     /// Adam learning rate.
     #[arg(long, default_value_t = 0.05, allow_hyphen_values = true)]
     lr: f64,
@@ -305,6 +309,7 @@ fn check_inputs(args: &CalibrateArgs) -> Result<Inputs, String> {
     let warm_epochs = positive_steps("--warm-epochs", args.warm_epochs)?;
     for (flag, n) in [
         ("--ensemble", args.ensemble),
+        ("--forecast-ensemble", args.forecast_ensemble),
         ("--horizon", args.horizon),
         ("--prediction-weeks", args.prediction_weeks),
     ] {
@@ -550,6 +555,7 @@ struct ParamsFile<'a> {
     lr: f64,
     clip_norm: f64,
     ensemble: usize,
+    forecast_ensemble: usize,
     seed: u32,
     /// The last prediction week's fit (ending at `train_end`).
     weeks: &'a [WeekParams],
@@ -608,8 +614,9 @@ fn fit_window(
             let fitted = calibrate::fit_from(&model, &Targets::deaths(train), &config, init, progress)
                 .map_err(|e| e.to_string())?;
             let long = calibrate::with_days(&model, steps + inputs.horizon);
-            let (_, deaths) = calibrate::simulate_mean(&long, &fitted.params, args.ensemble, args.seed)
-                .map_err(|e| e.to_string())?;
+            let (_, deaths) =
+                calibrate::simulate_mean(&long, &fitted.params, args.forecast_ensemble, args.seed)
+                    .map_err(|e| e.to_string())?;
             let weeks = (fitted.params.r0.to_vec::<f32>().into_iter())
                 .zip(fitted.params.mortality.to_vec::<f32>())
                 .enumerate()
@@ -634,7 +641,7 @@ fn fit_window(
             };
             let fitted = fit_flu(&model, train, &config, init, progress).map_err(|e| e.to_string())?;
             let long = flu_with_days(&model, 7 * (steps + inputs.horizon));
-            let curve = simulate_flu_weekly(&long, &fitted.params, args.ensemble, args.seed)
+            let curve = simulate_flu_weekly(&long, &fitted.params, args.forecast_ensemble, args.seed)
                 .map_err(|e| e.to_string())?;
             let weeks = (fitted.params.r0.to_vec::<f32>().into_iter())
                 .enumerate()
@@ -688,7 +695,8 @@ fn run_calibrate(args: &CalibrateArgs) -> Result<(), String> {
     };
     println!(
         "kiln-sims calibrate: {what} from {}; {} agents of county {}{}; training {}..{} for {k} \
-         prediction week(s) ending 7 days apart, forecast {} days; {} epochs, then {} per later week",
+         prediction week(s) ending 7 days apart, forecast {} days (mean of {} draws); {} epochs, then {} \
+         per later week",
         inputs.source,
         agents,
         args.county,
@@ -702,6 +710,7 @@ fn run_calibrate(args: &CalibrateArgs) -> Result<(), String> {
         label(args.disease, inputs.train_start),
         label(args.disease, last_end),
         args.horizon,
+        args.forecast_ensemble,
         inputs.epochs,
         inputs.warm_epochs,
     );
@@ -752,6 +761,7 @@ fn run_calibrate(args: &CalibrateArgs) -> Result<(), String> {
         lr: args.lr,
         clip_norm: FitConfig::default().clip_norm,
         ensemble: args.ensemble,
+        forecast_ensemble: args.forecast_ensemble,
         seed: args.seed,
         weeks: &last.weeks,
         initial_pct: last.initial_pct,
