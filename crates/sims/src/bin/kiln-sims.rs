@@ -209,7 +209,7 @@ struct CalibrateArgs {
     #[arg(long, default_value_t = 28, allow_hyphen_values = true)]
     horizon: usize,
     /// Noise seeds simulated per optimizer step (the loss compares their mean curve).
-    #[arg(long, default_value_t = 1, allow_hyphen_values = true)]
+    #[arg(long, value_name = "K", default_value_t = 1, allow_hyphen_values = true)]
     ensemble: usize,
     /// Noise seeds whose mean curve is the fitted and forecast curve (one draw of a small outbreak
     /// can lie far from the model's mean).
