@@ -126,11 +126,30 @@ fn too_many_prediction_weeks_for_the_window() {
     // checks instead of clap's "unexpected argument '-1'".
     fails_cleanly("horizon0", &["--horizon", "0"], &["--horizon 0: must be positive"]);
     fails_cleanly("ensemble0", &["--ensemble", "0"], &["--ensemble 0: must be positive"]);
-    fails_cleanly("fensemble0", &["--forecast-ensemble", "0"], &["--forecast-ensemble 0: must be positive"]);
     fails_cleanly("weeks0", &["--prediction-weeks", "0"], &["--prediction-weeks 0: must be positive"]);
     fails_cleanly("weeks-1", &["--prediction-weeks", "-1"], &["'-1'", "--prediction-weeks"]);
     fails_cleanly("lr-neg", &["--lr", "-0.1"], &["--lr -0.1: must be a finite positive number"]);
     fails_cleanly("lr-inf", &["--lr", "inf"], &["--lr inf: must be a finite positive number"]);
+}
+
+#[test]
+fn draw_counts_that_cannot_be_simulated_are_refused_before_training() {
+    fails_cleanly("fensemble0", &["--forecast-ensemble", "0"], &["--forecast-ensemble 0: must be positive"]);
+    // 10^9 draws of Franklin's 70,916 agents: 284 TB for one f32 each, past any address space.
+    fails_cleanly(
+        "fensemble-huge",
+        &["--forecast-ensemble", "1000000000"],
+        &[
+            "--forecast-ensemble 1000000000: 1000000000 draws of 70916 agents",
+            "more than this process can allocate",
+        ],
+    );
+    // Past usize: the size itself overflows.
+    fails_cleanly(
+        "ensemble-huge",
+        &["--ensemble", "100000000000000000"],
+        &["--ensemble 100000000000000000:", "more than this process can allocate"],
+    );
 }
 
 #[test]
@@ -241,6 +260,18 @@ fn short_run_on_bundled_data_writes_the_three_files() {
         let column = if day < 14 { 2 } else { 3 };
         assert_eq!(cells(day + 1)[column], format!("{:.6}", d * scale), "day {day}");
     }
+    // Training draws --ensemble seeds whatever --forecast-ensemble is: one forecast draw gives the
+    // same fit (parameters and every epoch's loss).
+    let out1 = dir.join("one-draw");
+    let mut args1 = args.to_vec();
+    args1[2] = out1.to_str().unwrap();
+    *args1.last_mut().unwrap() = "1";
+    assert!(kiln_sims(&args1).status.success());
+    let json1 = read_json(&out1.join("params.json"));
+    for key in ["weeks", "initial_pct", "losses", "final_loss"] {
+        assert_eq!(json1[key], json[key], "{key}");
+    }
+    assert_eq!(json1["forecast_ensemble"], 1);
 
     let png = std::fs::read(out.join("plot.png")).unwrap();
     assert!(png.starts_with(b"\x89PNG\r\n\x1a\n") && png.len() > 10_000, "{} bytes", png.len());

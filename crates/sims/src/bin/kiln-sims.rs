@@ -11,6 +11,7 @@
 
 use clap::{Parser, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
+use kiln::ir::TensorType;
 use kiln::prelude::DType;
 use kiln_sims::epi::calibrate::{
     self, DailySeries, Date, FitConfig, ForecastScores, MeanScores, Objective, RawParams, Targets,
@@ -209,11 +210,11 @@ struct CalibrateArgs {
     #[arg(long, default_value_t = 28, allow_hyphen_values = true)]
     horizon: usize,
     /// Noise seeds simulated per optimizer step (the loss compares their mean curve).
-    #[arg(long, value_name = "K", default_value_t = 1, allow_hyphen_values = true)]
+    #[arg(long, value_name = "DRAWS", default_value_t = 1, allow_hyphen_values = true)]
     ensemble: usize,
     /// Noise seeds whose mean curve is the fitted and forecast curve (one draw of a small outbreak
     /// can lie far from the model's mean).
-    #[arg(long, value_name = "K", default_value_t = 16, allow_hyphen_values = true)]
+    #[arg(long, value_name = "DRAWS", default_value_t = 16, allow_hyphen_values = true)]
     forecast_ensemble: usize,
     /// Adam learning rate.
     #[arg(long, default_value_t = 0.05, allow_hyphen_values = true)]
@@ -391,6 +392,7 @@ fn check_inputs(args: &CalibrateArgs) -> Result<Inputs, String> {
             (p.map_err(|e| e.to_string())?, true)
         }
     };
+    check_draws(args, population.num_agents())?;
     Ok(Inputs {
         source,
         region,
@@ -404,6 +406,17 @@ fn check_inputs(args: &CalibrateArgs) -> Result<Inputs, String> {
         epochs,
         warm_epochs,
     })
+}
+
+/// Refuses draw counts whose batched state cannot exist before any training runs (else a huge
+/// `--forecast-ensemble` fails only after every fit): one f32 per agent per draw is the least a
+/// K-draw simulation holds, and [`TensorType::check_allocatable`] asks the allocator for it.
+fn check_draws(args: &CalibrateArgs, agents: usize) -> Result<(), String> {
+    for (flag, k) in [("--ensemble", args.ensemble), ("--forecast-ensemble", args.forecast_ensemble)] {
+        let state = TensorType::new(DType::F32, vec![k, agents]);
+        state.check_allocatable().map_err(|m| format!("{flag} {k}: {k} draws of {agents} agents: {m}"))?;
+    }
+    Ok(())
 }
 
 /// A learning rate must be a finite positive number.
@@ -695,7 +708,7 @@ fn run_calibrate(args: &CalibrateArgs) -> Result<(), String> {
     };
     println!(
         "kiln-sims calibrate: {what} from {}; {} agents of county {}{}; training {}..{} for {k} \
-         prediction week(s) ending 7 days apart, forecast {} days (mean of {} draws); {} epochs, then {} \
+         prediction week(s) ending 7 days apart, forecast {} days (mean of {} draw{}); {} epochs, then {} \
          per later week",
         inputs.source,
         agents,
@@ -711,6 +724,7 @@ fn run_calibrate(args: &CalibrateArgs) -> Result<(), String> {
         label(args.disease, last_end),
         args.horizon,
         args.forecast_ensemble,
+        if args.forecast_ensemble == 1 { "" } else { "s" },
         inputs.epochs,
         inputs.warm_epochs,
     );
