@@ -2,8 +2,11 @@
 //! a forecast's longer model starts with the same days as the training model.
 
 use kiln::prelude::*;
-use kiln_sims::epi::calibrate::{ensemble_mean, extend_weeks, simulate_mean, with_days};
-use kiln_sims::epi::{CovidModel, CovidParams, Population, UpdateForm};
+use kiln_sims::epi::calibrate::flu::{FluFitConfig, fit_flu, simulate_flu_weekly};
+use kiln_sims::epi::calibrate::{
+    CalibrateError, FitConfig, Targets, ensemble_mean, extend_weeks, fit, simulate_mean, with_days,
+};
+use kiln_sims::epi::{CovidModel, CovidParams, FluModel, FluParams, Population, UpdateForm};
 
 #[test]
 fn vmap_ensemble_is_the_mean_of_separate_runs() {
@@ -56,4 +59,34 @@ fn forecast_model_repeats_the_training_days_and_carries_the_last_week() {
     // The same keys draw the same noise for the shared days, so the first 14 days agree exactly.
     assert_eq!(&i30[..14], &i14[..]);
     assert_eq!(&d30[..14], &d14[..]);
+}
+
+/// Regression: a draw count whose `[K, agents]` state cannot be allocated used to reach the eager
+/// `random::split` of K keys and panic there (`iota` of 10^9 keys); every entry point that makes
+/// the keys now refuses it first with a `CalibrateError::Config`, as it does zero draws.
+#[test]
+fn draw_counts_that_cannot_be_simulated_are_errors_not_panics() {
+    let pop = Population::synthetic(1_000, 2);
+    let covid = CovidModel::new(&pop, 14, UpdateForm::KeepGrad);
+    let flu = FluModel::new(&pop, 14, UpdateForm::KeepGrad);
+    let covid_params = CovidParams::constant(14, 3.0, 0.01, 1.0);
+    let flu_params = FluParams::constant(14, 1.5, 1.0);
+    let zeros = [0.0; 14];
+    let targets = Targets::infections_and_deaths(&zeros, &zeros);
+    for (k, expected) in [
+        (0, "ensemble must be positive".to_string()),
+        (1_000_000_000_000, "1000000000000 draws of 1000 agents: f32[1000000000000,1000] needs".into()),
+        (usize::MAX / 2, "draws of 1000 agents".into()),
+    ] {
+        let refused = |what: &str, e: CalibrateError| {
+            let m = e.to_string();
+            assert!(matches!(e, CalibrateError::Config(_)) && m.contains(&expected), "{what} K = {k}: {m}");
+        };
+        refused("simulate_mean", simulate_mean(&covid, &covid_params, k, 0).unwrap_err());
+        refused("simulate_flu_weekly", simulate_flu_weekly(&flu, &flu_params, k, 0).unwrap_err());
+        let config = FitConfig { epochs: 1, ensemble: k, ..FitConfig::default() };
+        refused("fit", fit(&covid, &targets, &config, |_, _| {}).unwrap_err());
+        let config = FluFitConfig { epochs: 1, ensemble: k, ..FluFitConfig::default() };
+        refused("fit_flu", fit_flu(&flu, &[1.0, 1.0], &config, None, |_, _| {}).unwrap_err());
+    }
 }

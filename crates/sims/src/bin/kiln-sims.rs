@@ -11,7 +11,6 @@
 
 use clap::{Parser, Subcommand, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
-use kiln::ir::TensorType;
 use kiln::prelude::DType;
 use kiln_sims::epi::calibrate::{
     self, DailySeries, Date, FitConfig, ForecastScores, MeanScores, Objective, RawParams, Targets,
@@ -409,12 +408,15 @@ fn check_inputs(args: &CalibrateArgs) -> Result<Inputs, String> {
 }
 
 /// Refuses draw counts whose batched state cannot exist before any training runs (else a huge
-/// `--forecast-ensemble` fails only after every fit): one f32 per agent per draw is the least a
-/// K-draw simulation holds, and [`TensorType::check_allocatable`] asks the allocator for it.
+/// `--forecast-ensemble` fails only after every fit), with the library's own check
+/// ([`calibrate::check_ensemble`]: one f32 per agent per draw is the least a K-draw simulation
+/// holds, and the allocator is asked for it).
 fn check_draws(args: &CalibrateArgs, agents: usize) -> Result<(), String> {
     for (flag, k) in [("--ensemble", args.ensemble), ("--forecast-ensemble", args.forecast_ensemble)] {
-        let state = TensorType::new(DType::F32, vec![k, agents]);
-        state.check_allocatable().map_err(|m| format!("{flag} {k}: {k} draws of {agents} agents: {m}"))?;
+        calibrate::check_ensemble(k, agents).map_err(|e| match e {
+            calibrate::CalibrateError::Config(m) => format!("{flag} {k}: {m}"),
+            other => format!("{flag} {k}: {other}"),
+        })?;
     }
     Ok(())
 }

@@ -36,6 +36,7 @@ pub use weeks::{MeanScores, mean_scores, prediction_ends};
 
 use super::model::{CovidModel, Daily};
 use super::params::CovidParams;
+use kiln::ir::TensorType;
 use kiln::optim::{Adam, clip_by_global_norm};
 use kiln::prelude::*;
 use kiln::random;
@@ -298,9 +299,9 @@ pub fn identifiable_r0_weeks(days: usize) -> usize {
 /// the bounds, calling `on_epoch(epoch, loss)` after each epoch (for progress display).
 ///
 /// # Errors
-/// [`CalibrateError::Config`] for zero epochs or ensemble, a non-positive learning rate, scale or
-/// clip norm, or targets whose length is not the model's days; [`CalibrateError::Kiln`] if tracing,
-/// compiling or running fails.
+/// [`CalibrateError::Config`] for zero epochs, an ensemble [`check_ensemble`] refuses, a
+/// non-positive learning rate, scale or clip norm, or targets whose length is not the model's days;
+/// [`CalibrateError::Kiln`] if tracing, compiling or running fails.
 pub fn fit(
     model: &CovidModel,
     targets: &Targets,
@@ -386,14 +387,37 @@ impl Descent {
     }
 }
 
+/// Whether an ensemble of `ensemble` draws of `agents` agents can be simulated: at least one draw,
+/// and a batched agent state (`f32[ensemble, agents]`, one of several the simulation holds) that
+/// this process can allocate. Checked before the `ensemble` noise keys are made, so an impossible
+/// count is an error, not an allocation failure in the middle of a run.
+///
+/// # Errors
+/// [`CalibrateError::Config`] naming the draws, the agents and the state's size.
+///
+/// ```
+/// use kiln_sims::epi::calibrate::check_ensemble;
+/// assert!(check_ensemble(16, 70_916).is_ok());
+/// assert!(check_ensemble(0, 70_916).is_err());
+/// let e = check_ensemble(1_000_000_000, 70_916).unwrap_err().to_string();
+/// assert!(e.contains("1000000000 draws of 70916 agents: f32[1000000000,70916] needs 258.0 TiB"), "{e}");
+/// ```
+pub fn check_ensemble(ensemble: usize, agents: usize) -> Result<(), CalibrateError> {
+    if ensemble == 0 {
+        return Err(CalibrateError::Config("ensemble must be positive (at least one draw)".into()));
+    }
+    let state = TensorType::new(DType::F32, vec![ensemble, agents]);
+    state
+        .check_allocatable()
+        .map_err(|m| CalibrateError::Config(format!("{ensemble} draws of {agents} agents: {m}")))
+}
+
 fn check_config(model: &CovidModel, targets: &Targets, config: &FitConfig) -> Result<(), CalibrateError> {
     let bad = |m: String| Err(CalibrateError::Config(m));
-    if config.epochs == 0 || config.ensemble == 0 {
-        return bad(format!(
-            "epochs ({}) and ensemble ({}) must be positive",
-            config.epochs, config.ensemble
-        ));
+    if config.epochs == 0 {
+        return bad(format!("epochs ({}) must be positive", config.epochs));
     }
+    check_ensemble(config.ensemble, model.num_agents())?;
     let positive = |x: f64| x > 0.0 && x.is_finite();
     if !positive(config.lr) || !positive(config.clip_norm) || !positive(f64::from(config.scale)) {
         return bad(format!(
@@ -429,16 +453,15 @@ pub fn extend_weeks(params: &CovidParams, days: usize) -> CovidParams {
 /// each `model.days` values, unscaled.
 ///
 /// # Errors
-/// [`CalibrateError::Config`] for `ensemble == 0`; [`CalibrateError::Kiln`] if running fails.
+/// [`CalibrateError::Config`] for an ensemble [`check_ensemble`] refuses; [`CalibrateError::Kiln`]
+/// if running fails.
 pub fn simulate_mean(
     model: &CovidModel,
     params: &CovidParams,
     ensemble: usize,
     seed: u32,
 ) -> Result<(Vec<f64>, Vec<f64>), CalibrateError> {
-    if ensemble == 0 {
-        return Err(CalibrateError::Config("ensemble must be positive".into()));
-    }
+    check_ensemble(ensemble, model.num_agents())?;
     let keys = random::split(&random::key(seed), ensemble);
     let params = extend_weeks(params, model.days);
     let run = jit(|(m, p, k): (CovidModel, CovidParams, Tensor)| ensemble_mean(&m, &p, &k));

@@ -117,9 +117,9 @@ pub fn flu_ensemble_mean(model: &FluModel, params: &FluParams, keys: &Tensor) ->
 /// calling `on_epoch(epoch, loss)` after each epoch.
 ///
 /// # Errors
-/// [`CalibrateError::Config`] for zero epochs or ensemble, a non-positive learning rate or clip
-/// norm, an initial % outside (0, 100], or a model whose days are not 7 per observed week;
-/// [`CalibrateError::Kiln`] if tracing, compiling or running fails.
+/// [`CalibrateError::Config`] for zero epochs, an ensemble [`super::check_ensemble`] refuses, a
+/// non-positive learning rate or clip norm, an initial % outside (0, 100], or a model whose days
+/// are not 7 per observed week; [`CalibrateError::Kiln`] if tracing, compiling or running fails.
 pub fn fit_flu(
     model: &FluModel,
     weekly_ili: &[f64],
@@ -155,12 +155,10 @@ pub fn fit_flu(
 
 fn check(model: &FluModel, weekly_ili: &[f64], config: &FluFitConfig) -> Result<(), CalibrateError> {
     let bad = |m: String| Err(CalibrateError::Config(m));
-    if config.epochs == 0 || config.ensemble == 0 {
-        return bad(format!(
-            "epochs ({}) and ensemble ({}) must be positive",
-            config.epochs, config.ensemble
-        ));
+    if config.epochs == 0 {
+        return bad(format!("epochs ({}) must be positive", config.epochs));
     }
+    super::check_ensemble(config.ensemble, model.num_agents())?;
     let positive = |x: f64| x > 0.0 && x.is_finite();
     if !positive(config.lr) || !positive(config.clip_norm) {
         return bad(format!(
@@ -187,16 +185,15 @@ fn check(model: &FluModel, weekly_ili: &[f64], config: &FluFitConfig) -> Result<
 /// keys from `seed`, through `jit`: one value per week.
 ///
 /// # Errors
-/// [`CalibrateError::Config`] for `ensemble == 0`; [`CalibrateError::Kiln`] if running fails.
+/// [`CalibrateError::Config`] for an ensemble [`super::check_ensemble`] refuses;
+/// [`CalibrateError::Kiln`] if running fails.
 pub fn simulate_flu_weekly(
     model: &FluModel,
     params: &FluParams,
     ensemble: usize,
     seed: u32,
 ) -> Result<Vec<f64>, CalibrateError> {
-    if ensemble == 0 {
-        return Err(CalibrateError::Config("ensemble must be positive".into()));
-    }
+    super::check_ensemble(ensemble, model.num_agents())?;
     let keys = random::split(&random::key(seed), ensemble);
     let params = FluParams {
         r0: repeat_last(&params.r0, model.days.div_ceil(7)),
