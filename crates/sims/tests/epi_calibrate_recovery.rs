@@ -4,8 +4,9 @@
 //! fit use different noise seeds. Acceptance: R0 and mortality within 5 %, initial % within 25 %, in
 //! at most 300 steps, every step through `jit(value_and_grad(..))`.
 //!
-//! Measured on the shared 2-core machine (2026-11-29): 300 steps take 486 s in the test profile and
-//! 346 s with `--release`; fitted R0 3.0055, mortality 0.01196, initial 0.2915 %.
+//! Measured on the shared 2-core machine (2026-12-03): 300 steps take 86-117 s alone in the test
+//! profile (kiln-backend-cpu at opt-level 2 there, see the root Cargo.toml; 224 s in a CI run at 1);
+//! fitted R0 3.0055, mortality 0.01196, initial 0.2915 %.
 
 use kiln_sims::epi::calibrate::{FitConfig, Objective, Targets, fit, simulate_mean};
 use kiln_sims::epi::{CovidModel, CovidParams, Population, UpdateForm};
