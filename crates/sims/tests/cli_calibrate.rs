@@ -144,11 +144,11 @@ fn draw_counts_that_cannot_be_simulated_are_refused_before_training() {
             "more than this process can allocate",
         ],
     );
-    // Past usize: the size itself overflows.
+    // Past 2^32 draws (one random::split key each).
     fails_cleanly(
         "ensemble-huge",
         &["--ensemble", "100000000000000000"],
-        &["--ensemble 100000000000000000:", "more than this process can allocate"],
+        &["--ensemble 100000000000000000: 100000000000000000 draws: at most 2^32"],
     );
 }
 

@@ -1,5 +1,6 @@
-//! The ensemble (`vmap` over K noise keys, one shared model) equals the mean of K separate runs, and
-//! a forecast's longer model starts with the same days as the training model.
+//! The ensemble (`vmap` over K noise keys, one shared model) equals the mean of K separate runs, a
+//! forecast's longer model starts with the same days as the training model, and draw counts the
+//! simulation cannot hold are refused up front.
 
 use kiln::prelude::*;
 use kiln_sims::epi::calibrate::flu::{FluFitConfig, fit_flu, simulate_flu_weekly};
@@ -61,12 +62,15 @@ fn forecast_model_repeats_the_training_days_and_carries_the_last_week() {
     assert_eq!(&d30[..14], &d14[..]);
 }
 
-/// Regression: a draw count whose `[K, agents]` state cannot be allocated used to reach the eager
-/// `random::split` of K keys and panic there (`iota` of 10^9 keys); every entry point that makes
-/// the keys now refuses it first with a `CalibrateError::Config`, as it does zero draws.
+/// Regression: a draw count the simulation cannot hold used to reach the eager `random::split` of
+/// K keys and panic there (its 2^32-counter limit, or its `iota` when K keys could not be
+/// allocated) or fail only once running; every entry point that makes the keys now refuses it
+/// first with a `CalibrateError::Config`, as it does zero draws.
 #[test]
 fn draw_counts_that_cannot_be_simulated_are_errors_not_panics() {
-    let pop = Population::synthetic(1_000, 2);
+    // Enough agents that 2^32 draws (625 TiB of state) exceed the usual 47- or 48-bit user address
+    // space (128 / 256 TiB), so the allocation check refuses them even under overcommit.
+    let pop = Population::synthetic(40_000, 2);
     let covid = CovidModel::new(&pop, 14, UpdateForm::KeepGrad);
     let flu = FluModel::new(&pop, 14, UpdateForm::KeepGrad);
     let covid_params = CovidParams::constant(14, 3.0, 0.01, 1.0);
@@ -74,13 +78,14 @@ fn draw_counts_that_cannot_be_simulated_are_errors_not_panics() {
     let zeros = [0.0; 14];
     let targets = Targets::infections_and_deaths(&zeros, &zeros);
     for (k, expected) in [
-        (0, "ensemble must be positive".to_string()),
-        (1_000_000_000_000, "1000000000000 draws of 1000 agents: f32[1000000000000,1000] needs".into()),
-        (usize::MAX / 2, "draws of 1000 agents".into()),
+        (0, "ensemble must be positive"),
+        (1 << 32, "4294967296 draws of 40000 agents: f32[4294967296,40000] needs 625.0 TiB"),
+        ((1 << 32) + 1, "4294967297 draws: at most 2^32"),
+        (usize::MAX / 2, "draws: at most 2^32"),
     ] {
         let refused = |what: &str, e: CalibrateError| {
             let m = e.to_string();
-            assert!(matches!(e, CalibrateError::Config(_)) && m.contains(&expected), "{what} K = {k}: {m}");
+            assert!(matches!(e, CalibrateError::Config(_)) && m.contains(expected), "{what} K = {k}: {m}");
         };
         refused("simulate_mean", simulate_mean(&covid, &covid_params, k, 0).unwrap_err());
         refused("simulate_flu_weekly", simulate_flu_weekly(&flu, &flu_params, k, 0).unwrap_err());

@@ -415,7 +415,7 @@ fn check_draws(args: &CalibrateArgs, agents: usize) -> Result<(), String> {
     for (flag, k) in [("--ensemble", args.ensemble), ("--forecast-ensemble", args.forecast_ensemble)] {
         calibrate::check_ensemble(k, agents).map_err(|e| match e {
             calibrate::CalibrateError::Config(m) => format!("{flag} {k}: {m}"),
-            other => format!("{flag} {k}: {other}"),
+            calibrate::CalibrateError::Kiln(e) => format!("{flag} {k}: {e}"),
         })?;
     }
     Ok(())

@@ -300,8 +300,9 @@ pub fn identifiable_r0_weeks(days: usize) -> usize {
 ///
 /// # Errors
 /// [`CalibrateError::Config`] for zero epochs, an ensemble [`check_ensemble`] refuses, a
-/// non-positive learning rate, scale or clip norm, or targets whose length is not the model's days;
-/// [`CalibrateError::Kiln`] if tracing, compiling or running fails.
+/// non-positive or non-finite learning rate, scale or clip norm, targets whose length is not the
+/// model's days, or a loss that becomes non-finite; [`CalibrateError::Kiln`] if tracing, compiling
+/// or running fails.
 pub fn fit(
     model: &CovidModel,
     targets: &Targets,
@@ -388,28 +389,36 @@ impl Descent {
 }
 
 /// Whether an ensemble of `ensemble` draws of `agents` agents can be simulated: at least one draw,
-/// and a batched agent state (`f32[ensemble, agents]`, one of several the simulation holds) that
-/// this process can allocate. Checked before the `ensemble` noise keys are made, so an impossible
-/// count is an error, not an allocation failure in the middle of a run.
+/// at most 2³² (one [`random::split`] key each; kiln's threefry counters are 32-bit), and a
+/// batched agent state (`f32[ensemble, agents]`, one of several the simulation holds) that this
+/// process can address and allocate. Checked before the noise keys are made, so an impossible count
+/// is an error, not a panic in `random::split` or an allocation failure in the middle of a run.
 ///
 /// # Errors
-/// [`CalibrateError::Config`] naming the draws, the agents and the state's size.
+/// [`CalibrateError::Config`] for zero draws, more than 2³², or a state that cannot be allocated
+/// (naming the draws, the agents and the state's size).
 ///
 /// ```
 /// use kiln_sims::epi::calibrate::check_ensemble;
 /// assert!(check_ensemble(16, 70_916).is_ok());
 /// assert!(check_ensemble(0, 70_916).is_err());
+/// assert!(check_ensemble((1 << 32) + 1, 1).unwrap_err().to_string().contains("at most 2^32"));
 /// let e = check_ensemble(1_000_000_000, 70_916).unwrap_err().to_string();
 /// assert!(e.contains("1000000000 draws of 70916 agents: f32[1000000000,70916] needs 258.0 TiB"), "{e}");
 /// ```
 pub fn check_ensemble(ensemble: usize, agents: usize) -> Result<(), CalibrateError> {
+    let bad = |m: String| Err(CalibrateError::Config(m));
     if ensemble == 0 {
-        return Err(CalibrateError::Config("ensemble must be positive (at least one draw)".into()));
+        return bad("ensemble must be positive (at least one draw)".into());
+    }
+    if ensemble as u128 > 1u128 << 32 {
+        return bad(format!("{ensemble} draws: at most 2^32 (one random::split key each)"));
     }
     let state = TensorType::new(DType::F32, vec![ensemble, agents]);
-    state
-        .check_allocatable()
-        .map_err(|m| CalibrateError::Config(format!("{ensemble} draws of {agents} agents: {m}")))
+    match state.check_addressable().and_then(|()| state.check_allocatable()) {
+        Ok(()) => Ok(()),
+        Err(m) => bad(format!("{ensemble} draws of {agents} agents: {m}")),
+    }
 }
 
 fn check_config(model: &CovidModel, targets: &Targets, config: &FitConfig) -> Result<(), CalibrateError> {

@@ -118,8 +118,9 @@ pub fn flu_ensemble_mean(model: &FluModel, params: &FluParams, keys: &Tensor) ->
 ///
 /// # Errors
 /// [`CalibrateError::Config`] for zero epochs, an ensemble [`super::check_ensemble`] refuses, a
-/// non-positive learning rate or clip norm, an initial % outside (0, 100], or a model whose days
-/// are not 7 per observed week; [`CalibrateError::Kiln`] if tracing, compiling or running fails.
+/// non-positive or non-finite learning rate or clip norm, an initial % outside (0, 100], a model
+/// whose days are not 7 per observed week, or a loss that becomes non-finite;
+/// [`CalibrateError::Kiln`] if tracing, compiling or running fails.
 pub fn fit_flu(
     model: &FluModel,
     weekly_ili: &[f64],
