@@ -88,24 +88,31 @@ pub(super) fn bitcast(x: &Array, dtype: DType) -> Array {
     }
 }
 
+/// Built in its dtype directly: `eval_prim` checked only the result's size, so no temporary (an
+/// index array of `usize` was twice a u32 result) may exceed it.
 pub(super) fn iota(dtype: DType, shape: &Shape, dimension: usize) -> Array {
-    let counts = ArrayD::from_shape_fn(IxDyn(shape.dims()), |ix| ix[dimension]);
+    let dims = IxDyn(shape.dims());
     match dtype {
-        DType::F32 => Array::F32(counts.mapv(|i| i as f32)),
-        DType::F64 => Array::F64(counts.mapv(|i| i as f64)),
-        DType::I32 => Array::I32(counts.mapv(|i| i as i32)),
-        DType::U32 => Array::U32(counts.mapv(|i| i as u32)),
+        DType::F32 => Array::F32(ArrayD::from_shape_fn(dims, |ix| ix[dimension] as f32)),
+        DType::F64 => Array::F64(ArrayD::from_shape_fn(dims, |ix| ix[dimension] as f64)),
+        DType::I32 => Array::I32(ArrayD::from_shape_fn(dims, |ix| ix[dimension] as i32)),
+        DType::U32 => Array::U32(ArrayD::from_shape_fn(dims, |ix| ix[dimension] as u32)),
         DType::Bool => ill_typed("iota", dtype),
     }
 }
 
+/// Writes both results in one pass (no array of pairs: as for [`iota`], nothing beyond the results).
 pub(super) fn threefry2x32(k0: &Array, k1: &Array, x0: &Array, x1: &Array) -> Vec<Array> {
-    let ys = Zip::from(as_u32(k0))
+    let mut y0 = ArrayD::<u32>::zeros(as_u32(x0).raw_dim());
+    let mut y1 = ArrayD::<u32>::zeros(as_u32(x0).raw_dim());
+    Zip::from(&mut y0)
+        .and(&mut y1)
+        .and(as_u32(k0))
         .and(as_u32(k1))
         .and(as_u32(x0))
         .and(as_u32(x1))
-        .map_collect(|&k0, &k1, &x0, &x1| threefry_block(k0, k1, x0, x1));
-    vec![Array::U32(ys.mapv(|y| y.0)), Array::U32(ys.mapv(|y| y.1))]
+        .for_each(|y0, y1, &k0, &k1, &x0, &x1| (*y0, *y1) = threefry_block(k0, k1, x0, x1));
+    vec![Array::U32(y0), Array::U32(y1)]
 }
 
 fn as_u32(a: &Array) -> &ArrayD<u32> {

@@ -56,7 +56,9 @@ pub(super) fn concatenate(xs: &[&Array], dimension: usize) -> Array {
     with_array!(xs[0], a => {
         let views: Vec<_> = xs.iter().map(|x| same_dtype(a, x).view()).collect();
         let out = ndarray::concatenate(Axis(dimension), &views).expect("concatenate: shapes checked by the rule");
-        Element::wrap(owned(out.view()))
+        // Already standard (ndarray allocates the result row-major); a copy would double the
+        // memory `eval_prim` checked.
+        Element::wrap(if out.is_standard_layout() { out } else { owned(out.view()) })
     })
 }
 pub(super) fn pad(x: &Array, padding_value: &Array, low: &[i64], high: &[i64], interior: &[usize]) -> Array {
