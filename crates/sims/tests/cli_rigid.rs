@@ -128,6 +128,13 @@ fn apg_rejects_bad_numbers_and_writes_nothing() {
     fails_cleanly("a-lr-nan", &["apg", "--lr", "NaN"], &["--lr NaN", "positive"]);
     // More envs than kiln's RNG draws in one call: an error, not a panic.
     fails_cleanly("a-huge", &["apg", "--batch", "100000000000"], &["batch 100000000000", "2^32"]);
+    // Under 2^32 but far too many to simulate: the compiled step's size check refuses it before
+    // anything is allocated (the reset keys used to be split eagerly: a 32 GB allocation abort).
+    fails_cleanly(
+        "a-too-big",
+        &["apg", "--batch", "4000000000"],
+        &["u32[2]", "needs", "more than this process can allocate", "apg.rs"],
+    );
     fails_cleanly("a-trunc", &["apg", "--truncation", "7"], &["--truncation", "'7'", "200"]);
 }
 

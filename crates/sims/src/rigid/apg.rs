@@ -192,8 +192,12 @@ pub fn train(args: &ApgArgs) -> Result<ApgResult, ApgError> {
     let mut policy = Policy::mlp(&policy_key, &sizes, args.dtype);
     let (horizon, truncation) = (args.horizon, args.truncation);
     let env_ref = &env;
-    // (policy, keys [B, 2]) → (mean return, d(−mean return)/d policy).
-    let step = jit(move |(p, keys): (Policy, Tensor)| {
+    // (policy, iteration key u32[2]) → (mean return, d(−mean return)/d policy). The B reset keys
+    // are split inside the compiled step, so a batch too large to hold is the compiler's clean
+    // "needs … more than this process can allocate" error, not an eager allocation failure.
+    let batch = args.batch;
+    let step = jit(move |(p, key): (Policy, Tensor)| {
+        let keys = random::split(&key, batch);
         let s0 = vmap(|k: Tensor| env_ref.reset_pipeline(&k), 0, 0)(keys);
         let loss = |(p,): (Policy,)| {
             let returns = vmap(|(s,): (State,)| episode_return(env_ref, &p, &s, horizon, truncation), 0, 0)(
@@ -205,10 +209,10 @@ pub fn train(args: &ApgArgs) -> Result<ApgResult, ApgError> {
         (-neg, g)
     })
     .checkpoint_policy(args.checkpoint);
-    let keys_at = |i: usize| random::split(&random::fold_in(&reset_key, i as u32), args.batch);
+    let key_at = |i: usize| random::fold_in(&reset_key, i as u32);
 
     let started = Instant::now();
-    let step = step.specialize(&(policy.clone(), keys_at(0)))?;
+    let step = step.specialize(&(policy.clone(), key_at(0)))?;
     let compile_s = started.elapsed().as_secs_f64();
 
     let bar = if args.progress { ProgressBar::new(args.iterations as u64) } else { ProgressBar::hidden() };
@@ -219,7 +223,7 @@ pub fn train(args: &ApgArgs) -> Result<ApgResult, ApgError> {
     let (mut returns, mut grad_norms) = (Vec::new(), Vec::new());
     let started = Instant::now();
     for i in 0..args.iterations {
-        let (ret, g) = step.call(&(policy.clone(), keys_at(i)))?;
+        let (ret, g) = step.call(&(policy.clone(), key_at(i)))?;
         let (g, norm) = clip_by_global_norm(&g, args.max_grad_norm)?;
         let ret = ret.astype(DType::F64).item::<f64>();
         returns.push(ret);
