@@ -135,7 +135,8 @@ fn too_many_prediction_weeks_for_the_window() {
 #[test]
 fn draw_counts_that_cannot_be_simulated_are_refused_before_training() {
     fails_cleanly("fensemble0", &["--forecast-ensemble", "0"], &["--forecast-ensemble 0: must be positive"]);
-    // 10^9 draws of Franklin's 70,916 agents: 284 TB for one f32 each, past any address space.
+    // 10^9 draws of Franklin's 70,916 agents: 258 TiB for one f32 each, past a 47/48-bit address
+    // space (128 / 256 TiB), so refused under any overcommit policy.
     fails_cleanly(
         "fensemble-huge",
         &["--forecast-ensemble", "1000000000"],
