@@ -8,14 +8,18 @@ use std::time::Duration;
 /// Work units a parallel task must carry at least; below it a kernel stays on the calling thread.
 ///
 /// One unit ≈ one element operation of a kernel (a load, an add, a store; see [`KernelWork`]).
-/// Measured with `cargo bench -p kiln-backend-cpu --bench threads` on the 2-vCPU dev VM while other
-/// builds ran (load 4–5): serial kernels ran at 0.19–0.31 ns per unit (`x*y+1`, 6 units/element,
-/// 16k–2M elements). Split in two over a 2-thread pool, a kernel of < 0.8M units per task was
-/// 7–46 % slower in every run (rayon's injection and wake-up latency, 6–24 µs, plus the other vCPU
-/// being busy); from ~1M units per task (~250 µs) the medians scattered around 1.0× (0.63–2.63×,
-/// three runs) — the gain comes when the second core is free. 2²⁰ units ≈ 230 µs matches
-/// `shared/research/tech-cranelift-egg.md` §6 (≥ 100–250 µs per task). A dedicated many-core machine
-/// may want ~10× less: [`CompileOptions::min_task_work`](crate::CompileOptions) overrides it.
+/// Measured with `cargo bench -p kiln-backend-cpu --bench threads` on the 2-vCPU dev VM, each kernel
+/// on one thread and split in two row ranges over a 2-thread pool (rayon's injection and wake-up
+/// cost 6–24 µs per split). First under load 4–5 (medians): serial kernels ran at 0.19–0.31 ns per
+/// unit; below 0.8M units per task a split was 7–46 % slower in every run, from ~1M units per task
+/// the medians scattered around 1.0× (0.63–2.63×). Again on 2026-12-03, quiet host, vectorized tiles
+/// (fastest of the repetitions): 0.04–0.05 ns per unit in cache, ~0.1 beyond L2, yet the break-even
+/// in units barely moved, since the split's fixed cost fell too: `x*y+1` 0.8M units 1.25×, 1.6M
+/// 0.87×, 3.1M 1.46×, 6.3M 2.0×; `exp` ≤ 1.0× up to 2.4M, 1.8× from 9.4M. So a split needs ~1M
+/// units per task (2²⁰). A random gather costs 0.23–1.0 ns per unit (6–20× an arithmetic unit) but
+/// split in two gained only 0.8–1.6× at any size with its source in L2 (1.2–2.4× from a 4 MB
+/// source), so gathers are not weighted up. A dedicated many-core machine may want ~10× less:
+/// [`CompileOptions::min_task_work`](crate::CompileOptions) overrides it.
 pub(crate) const MIN_TASK_UNITS: u64 = 1 << 20;
 
 /// The least work per step of each row range of a split scan (`Control::plan_split`), or
@@ -33,7 +37,8 @@ pub(crate) const MIN_SPLIT_STEP_UNITS: u64 = 1 << 15;
 pub(crate) const MIN_HALO_BLOCK_UNITS: u64 = 1 << 17;
 
 /// Units of a per-element call into Rust (`exp`, `sin`, `pow`...): `exp(x)` on f32 measured
-/// 3.2 ns per element (same bench) against ~0.22 ns per unit of plain arithmetic: ≈ 16.
+/// 3.2 ns per element (same bench) against ~0.22 ns per unit of plain arithmetic: ≈ 16 (on
+/// 2026-12-03, with the vectorized tiles, 0.67 ns against 0.04: still ≈ 17).
 const CALL_UNITS: u64 = 16;
 
 /// The cost of evaluating one primitive once inside a kernel.
