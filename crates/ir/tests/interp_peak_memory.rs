@@ -6,11 +6,15 @@
 //! `random::split` of 4·10⁹ keys passed the check for its 16 GB result and then aborted the process
 //! allocating the 32 GB temporary.
 //!
+//! Reductions copied their whole operand into reduction order (a temporary the size of the operand
+//! for a result that may be one number); they now read it in place, or through a buffer of one
+//! output element's inputs.
+//!
 //! A counting global allocator measures each call's peak above what was live before it. Not covered:
-//! reductions, which copy their operand into reduction order (a temporary bounded by the operand,
-//! not by the result).
+//! `sort` and `dot_general`, whose temporaries (sort keys, packed operands) are bounded by the
+//! operands.
 
-use kiln_ir::{Array, BinaryOp, CumulativeOp, DType, Prim, Shape, UnaryOp, eval_prim};
+use kiln_ir::{ArgOp, Array, BinaryOp, CumulativeOp, DType, Prim, ReduceOp, Shape, UnaryOp, eval_prim};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -123,6 +127,42 @@ fn structural_ops_allocate_only_their_result() {
         let (peak, result) = peak_and_result_bytes(&prim, &args);
         if peak > result + SLACK {
             over.push(format!("{prim:?}: peak {peak} B for {result} B"));
+        }
+    }
+    assert!(over.is_empty(), "{over:#?}");
+}
+
+#[test]
+fn reductions_allocate_only_their_result_and_one_run() {
+    let _alone = alone();
+    let (rows, cols) = (N / 512, 512);
+    // x[i, j] = 512 i + j, exact in i32: column sums 512·Σi + rows·j, row sums 512·cols·i + Σj.
+    let x = Array::from_vec(&[rows, cols], (0..N as i32).collect());
+    let sum_rows = (rows * (rows - 1) / 2) as i32;
+    let sum_cols = (cols * (cols - 1) / 2) as i32;
+    let reduce = |op, axes: &[usize]| Prim::Reduce { op, axes: axes.to_vec() };
+    let expect_col_sums: Vec<i32> = (0..cols as i32).map(|j| 512 * sum_rows + rows as i32 * j).collect();
+    let expect_row_sums: Vec<i32> = (0..rows as i32).map(|i| 512 * cols as i32 * i + sum_cols).collect();
+    let f = Array::from_vec(&[rows, cols], (0..N).map(|i| i as f32 * 1e-3).collect());
+    let mut over = Vec::new();
+    for (prim, arg, expect) in [
+        (reduce(ReduceOp::Sum, &[0]), &x, Some(Array::from_vec(&[cols], expect_col_sums))),
+        (reduce(ReduceOp::Sum, &[1]), &x, Some(Array::from_vec(&[rows], expect_row_sums))),
+        (
+            reduce(ReduceOp::Max, &[0]),
+            &x,
+            Some(Array::from_vec(&[cols], ((N - cols) as i32..N as i32).collect())),
+        ),
+        (reduce(ReduceOp::Sum, &[0, 1]), &f, None),
+        (reduce(ReduceOp::Sum, &[0]), &f, None),
+        (Prim::ArgReduce { op: ArgOp::Max, axis: 0, index_dtype: DType::I32 }, &f, None),
+    ] {
+        let (peak, result) = peak_and_result_bytes(&prim, &[arg]);
+        if peak > result + SLACK {
+            over.push(format!("{prim:?}: peak {peak} B for {result} B"));
+        }
+        if let Some(expect) = expect {
+            assert_eq!(eval_prim(&prim, &[arg]).unwrap()[0], expect, "{prim:?}");
         }
     }
     assert!(over.is_empty(), "{over:#?}");

@@ -278,17 +278,31 @@ fn from_lanes<T: Element>(data: Vec<T>, dims: &[usize], axis: usize) -> ArrayD<T
 
 fn reduce_t<T: Num>(op: ReduceOp, a: &ArrayD<T>, axes: &[usize]) -> ArrayD<T> {
     // Kept dims first, then the reduced ones in increasing order: each output element's inputs
-    // become one contiguous run, in row-major order.
+    // are one run of that order, row-major over the reduced axes.
     let kept: Vec<usize> = (0..a.ndim()).filter(|d| !axes.contains(d)).collect();
     let mut reduced = axes.to_vec();
     reduced.sort_unstable();
-    let data = permuted_vec(a, &[kept.as_slice(), &reduced].concat());
+    let order = a.view().permuted_axes(IxDyn(&[kept.as_slice(), &reduced].concat()));
     let out_dims: Vec<usize> = kept.iter().map(|&d| a.shape()[d]).collect();
     let run: usize = reduced.iter().map(|&d| a.shape()[d]).product();
     let last = reduced.last().map_or(1, |&d| a.shape()[d]);
-    let out = (0..out_dims.iter().product())
-        .map(|o: usize| fold_run(op, &data[o * run..(o + 1) * run], last))
-        .collect();
+    let out_len: usize = out_dims.iter().product();
+    // Row-major already (the reduced axes trailing): fold the runs in place. Otherwise each run
+    // is copied into one buffer, so the temporary is one run, never a copy of the operand.
+    let out = match order.as_slice() {
+        Some(data) => (0..out_len).map(|o| fold_run(op, &data[o * run..(o + 1) * run], last)).collect(),
+        None => {
+            let mut elements = order.iter();
+            let mut buffer = Vec::with_capacity(run);
+            (0..out_len)
+                .map(|_| {
+                    buffer.clear();
+                    buffer.extend(elements.by_ref().take(run).copied());
+                    fold_run(op, &buffer, last)
+                })
+                .collect()
+        }
+    };
     from_vec(&out_dims, out)
 }
 
