@@ -227,7 +227,8 @@ impl<S: Hash + Eq + Clone, R: Tree + Clone> Dispatch<S, R> {
 /// The builder methods shared by [`Jit`] and [`JitStatic`].
 macro_rules! builders {
     () => {
-        /// Lets the compiled code use `n` worker threads (part of the cache key).
+        /// Lets the compiled code use `n` worker threads (part of the cache key; at most 256, see
+        /// [`JitOptions::threads`](crate::JitOptions::threads)).
         ///
         /// ```
         /// use kiln::prelude::*;

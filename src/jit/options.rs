@@ -21,7 +21,8 @@ use kiln_ir::Function;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct JitOptions {
     /// Worker threads the compiled code may use; `None` lets the backend choose (`KILN_NUM_THREADS`,
-    /// else one per core).
+    /// else one per core). At most 256: a larger count is clamped. Executables compiled with the same
+    /// count share one pool, shut down when the last of them is dropped.
     pub threads: Option<usize>,
     /// Allow reassociation and contraction of float arithmetic (results may differ in the last bits):
     /// enables the fast-math rules of the simplifier (`x*0 → 0`, `x-x → 0`, constant reassociation,

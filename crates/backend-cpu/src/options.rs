@@ -19,8 +19,9 @@ pub struct CompileOptions {
     /// Worker threads for kernels whose estimated work is above the parallel threshold:
     /// `None` (or `Some(0)`) = rayon's global pool (one thread per core, or `RAYON_NUM_THREADS`);
     /// `Some(1)` = never spawn, every kernel runs on the calling thread; `Some(n)` = a pool of `n`
-    /// threads, shared process-wide by every executable compiled with `n`. Results are bitwise the
-    /// same for every value.
+    /// threads (at most 256: a larger `n` is clamped, as each thread reserves a stack), shared
+    /// process-wide by the executables compiled with `n` and shut down when the last of them is
+    /// dropped. Results are bitwise the same for every value.
     pub threads: Option<usize>,
     /// Where to write the debug dump of every compiled function (`<dir>/<NNN>-<hash>/`: `ir.kir`,
     /// `plan.txt`, `kernel<k>.clif`), or `None` for no dump. Failing to write it is reported once on

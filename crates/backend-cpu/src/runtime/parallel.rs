@@ -1,11 +1,18 @@
 //! Splitting a kernel's output rows over rayon threads.
 //!
-//! Pools are built once per thread count and shared process-wide: building a pool spawns its
-//! threads (hundreds of µs), far too slow to do per executable.
+//! Pools are shared process-wide by thread count while any executable holds one: building a pool
+//! spawns its threads (hundreds of µs), far too slow to do per executable. The last executable
+//! using a pool takes its threads down with it, so a program that compiles with many different
+//! counts does not keep every pool alive.
 
 use rayon::prelude::*;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
+
+/// The most threads a pool gets: a larger [`CompileOptions::threads`](crate::CompileOptions::threads)
+/// is clamped to it. Each thread reserves its stack's address space and a guard page; 20,000 made
+/// the OS refuse a thread's guard page inside rayon's spawn, which aborts the process.
+pub(crate) const MAX_POOL_THREADS: usize = 256;
 
 /// Where parallel kernel steps run.
 #[derive(Clone)]
@@ -18,22 +25,25 @@ pub(crate) enum Threads {
     Pool(Arc<rayon::ThreadPool>),
 }
 
-/// The process-wide pools, by thread count.
-static POOLS: OnceLock<Mutex<HashMap<usize, Arc<rayon::ThreadPool>>>> = OnceLock::new();
+/// The process-wide pools, by thread count, while some executable holds them.
+static POOLS: OnceLock<Mutex<HashMap<usize, Weak<rayon::ThreadPool>>>> = OnceLock::new();
 
 impl Threads {
-    /// `threads` as in [`CompileOptions::threads`](crate::CompileOptions::threads). A pool that cannot
-    /// be built (the OS refused threads) degrades to serial execution, never to an error.
+    /// `threads` as in [`CompileOptions::threads`](crate::CompileOptions::threads), at most
+    /// [`MAX_POOL_THREADS`]. A pool that cannot be built (the OS refused threads) degrades to
+    /// serial execution, never to an error.
     pub(crate) fn new(threads: Option<usize>) -> Threads {
-        match threads {
+        match threads.map(|n| n.min(MAX_POOL_THREADS)) {
             None | Some(0) => Threads::Global,
             Some(1) => Threads::Serial,
             Some(n) => {
                 let pools = POOLS.get_or_init(Default::default);
                 let mut pools = pools.lock().unwrap_or_else(|e| e.into_inner());
-                if let Some(p) = pools.get(&n) {
-                    return Threads::Pool(p.clone());
+                if let Some(p) = pools.get(&n).and_then(Weak::upgrade) {
+                    return Threads::Pool(p);
                 }
+                // Forget the pools nobody holds any more (their threads are exiting).
+                pools.retain(|_, p| p.strong_count() > 0);
                 match rayon::ThreadPoolBuilder::new()
                     .num_threads(n)
                     .thread_name(move |i| format!("kiln-{n}-{i}"))
@@ -41,7 +51,7 @@ impl Threads {
                 {
                     Ok(p) => {
                         let p = Arc::new(p);
-                        pools.insert(n, p.clone());
+                        pools.insert(n, Arc::downgrade(&p));
                         Threads::Pool(p)
                     }
                     Err(_) => Threads::Serial,
