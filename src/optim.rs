@@ -18,6 +18,7 @@
 //! # Ok::<(), kiln::Error>(())
 //! ```
 
+use kiln_ir::DType;
 use kiln_trace::{Error, Result, Tensor, Tree};
 
 /// The leaves of `params` and `grads`, checked to have the same structure and leaf types.
@@ -162,14 +163,16 @@ impl Adam {
     }
 }
 
-/// The global L2 norm of all leaves of `tree`, `sqrt(Σ_leaves Σ x²)`, as an f32 scalar tensor
-/// (each leaf's sum of squares is taken in its own dtype, then converted).
+/// The global L2 norm of all leaves of `tree`, `sqrt(Σ_leaves Σ x²)`, as a scalar tensor: f64 if
+/// any leaf is f64, else f32 (optax's `global_norm`, whose per-leaf sums promote as jnp does). Each
+/// leaf's sum of squares is taken in its own dtype; with no leaves the norm is an f32 zero.
 pub fn global_norm<P: Tree>(tree: &P) -> Tensor {
-    let total = tree
-        .leaves()
+    let leaves = tree.leaves();
+    let dtype = if leaves.iter().any(|x| x.dtype() == DType::F64) { DType::F64 } else { DType::F32 };
+    let total = leaves
         .iter()
-        .map(|x| x.square().sum_all().astype(kiln_ir::DType::F32))
-        .fold(Tensor::scalar(0.0f32), |acc, s| acc + s);
+        .map(|x| x.square().sum_all().astype(dtype))
+        .fold(Tensor::scalar(0.0f32).astype(dtype), |acc, s| acc + s);
     total.sqrt()
 }
 
@@ -186,7 +189,7 @@ pub fn clip_by_global_norm<P: Tree>(grads: &P, max_norm: f64) -> Result<(P, Tens
         });
     }
     let norm = global_norm(grads);
-    let below = norm.lt(&Tensor::scalar(max_norm as f32));
+    let below = norm.lt(&Tensor::scalar(max_norm).astype(norm.dtype()));
     let scale = kiln_trace::where_(&below, &norm.ones_like(), &(norm.ones_like() * max_norm / &norm));
     let clipped = grads.leaves().iter().map(|g| g * &scale.astype(g.dtype())).collect();
     Ok((grads.rebuild(clipped), norm))

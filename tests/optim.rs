@@ -70,6 +70,32 @@ fn clip_by_global_norm_scales_only_above_the_bound() {
     assert!(clip_by_global_norm(&g, f64::NAN).is_err());
 }
 
+/// Regression: each leaf's sum of squares was converted to f32 before the sum, so f64 gradients
+/// of norm 5e19 had norm inf and were clipped to zeros, and norms below f32's range became 0 and
+/// were never clipped. The norm is now f64 when a leaf is (optax: jnp promotion of the sums).
+#[test]
+fn global_norm_of_f64_leaves_is_f64() {
+    let f64s = |xs: &[f64]| Tensor::from_vec(&[xs.len()], xs.to_vec());
+    let big = (f64s(&[3e19]), f64s(&[4e19]));
+    let norm = global_norm(&big);
+    assert_eq!((norm.dtype(), norm.item::<f64>()), (kiln::DType::F64, 5e19));
+    let ((a, b), n) = clip_by_global_norm(&big, 1.0).unwrap();
+    assert_eq!(n.item::<f64>(), 5e19);
+    assert!((a.item::<f64>() - 0.6).abs() < 1e-15 && (b.item::<f64>() - 0.8).abs() < 1e-15, "{a:?} {b:?}");
+    let tiny = (f64s(&[3e-30]), f64s(&[4e-30]));
+    let ((a, b), n) = clip_by_global_norm(&tiny, 1e-31).unwrap();
+    assert!((n.item::<f64>() - 5e-30).abs() < 1e-44, "{n:?}");
+    assert!(
+        (a.item::<f64>() - 6e-32).abs() < 1e-45 && (b.item::<f64>() - 8e-32).abs() < 1e-45,
+        "{a:?} {b:?}"
+    );
+    // Mixed leaves: f64 norm; the f32 leaf is scaled in f32.
+    let mixed = (v(&[3.0]), f64s(&[4.0]));
+    assert_eq!(global_norm(&mixed).dtype(), kiln::DType::F64);
+    let ((a, b), _) = clip_by_global_norm(&mixed, 1.0).unwrap();
+    assert_eq!((a.dtype(), a.item::<f32>(), b.item::<f64>()), (kiln::DType::F32, 0.6, 0.8));
+}
+
 #[test]
 fn mismatched_gradients_are_errors() {
     let mut opt = Adam::new(0.1);
