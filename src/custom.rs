@@ -10,8 +10,8 @@
 //! `closure_convert` there).
 
 use crate::ad::{Flat, flatten};
-use kiln_ir::{Function, Prim, TensorType};
-use kiln_trace::{Tensor, Tree, lax, report_error};
+use kiln_ir::{Function, Prim, SrcLoc, TensorType};
+use kiln_trace::{Tensor, Tree, at_location, lax, report_error};
 use kiln_transform::{dce, replay, trace_function};
 
 fn types(ts: &[Tensor]) -> Vec<TensorType> {
@@ -34,16 +34,18 @@ fn traced<A: Tree, R: Tree>(f: impl FnOnce(A) -> R, args: &A) -> Result<Flat<R>,
     flatten(f, args)
 }
 
-/// Binds `prim` to `operands` and rebuilds the output tree.
-fn bind_tree<R: Tree>(prim: Prim, operands: &[Tensor], out: &R) -> R {
+/// Binds `prim` to `operands` and rebuilds the output tree. The equation is attributed to `at`,
+/// where the user wrote `checkpoint`/`custom_jvp`/`custom_vjp`, so errors about it (a transform
+/// rejecting it, a shape check) name the user's line, not this file.
+fn bind_tree<R: Tree>(prim: Prim, operands: &[Tensor], out: &R, at: &SrcLoc) -> R {
     let refs: Vec<&Tensor> = operands.iter().collect();
-    out.rebuild(lax::bind(prim, &refs))
+    out.rebuild(at_location(Some(at), || lax::bind(prim, &refs)))
 }
 
 /// After a rule was rejected (error reported): the plain function's result, so tracing can go on.
-fn call_plain<R: Tree>(leaves: Vec<Tensor>, fun: Flat<R>) -> R {
+fn call_plain<R: Tree>(leaves: Vec<Tensor>, fun: Flat<R>, at: &SrcLoc) -> R {
     let operands: Vec<Tensor> = leaves.into_iter().chain(fun.captured).collect();
-    bind_tree(Prim::Call { body: Box::new(fun.function) }, &operands, &fun.output)
+    bind_tree(Prim::Call { body: Box::new(fun.function) }, &operands, &fun.output, at)
 }
 
 /// A closed function of `param_types` that calls `f` on the parameters picked by `pick` (indices into
@@ -78,7 +80,7 @@ pub fn checkpoint<A: Tree, R: Tree>(f: impl Fn(A) -> R) -> impl Fn(A) -> R {
                 Err(placeholder) => return placeholder,
             };
             let operands: Vec<Tensor> = args.leaves().into_iter().chain(flat.captured).collect();
-            bind_tree(Prim::Checkpoint { body: Box::new(dce(&flat.function)) }, &operands, &flat.output)
+            bind_tree(Prim::Checkpoint { body: Box::new(dce(&flat.function)) }, &operands, &flat.output, &at)
         })
     }
 }
@@ -110,7 +112,7 @@ pub fn custom_jvp<A: Tree, R: Tree>(f: impl Fn(A) -> R, jvp: impl Fn(A, A) -> (R
                 Err(placeholder) => return placeholder,
             };
             let Ok(rule) = traced(|(p, t): (A, A)| jvp(p, t), &(copy(&args), copy(&args))) else {
-                return call_plain(leaves, fun);
+                return call_plain(leaves, fun, &at);
             };
             let out_types = fun.function.output_types();
             let want: Vec<TensorType> = out_types.iter().chain(&out_types).cloned().collect();
@@ -125,7 +127,7 @@ pub fn custom_jvp<A: Tree, R: Tree>(f: impl Fn(A) -> R, jvp: impl Fn(A, A) -> (R
                     rule.output.1.structure()
                 );
                 report_error("custom_jvp", &leaves.iter().collect::<Vec<_>>(), msg);
-                return call_plain(leaves, fun);
+                return call_plain(leaves, fun, &at);
             }
             // Operands: args ++ f's captured ++ the rule's captured; the rule's tangent parameters follow.
             let (n, n1) = (leaves.len(), fun.captured.len());
@@ -140,6 +142,7 @@ pub fn custom_jvp<A: Tree, R: Tree>(f: impl Fn(A) -> R, jvp: impl Fn(A, A) -> (R
                 Prim::CustomJvpCall { fun: Box::new(fun_f), jvp: Box::new(jvp_f) },
                 &operands,
                 &fun.output,
+                &at,
             )
         })
     }
@@ -182,7 +185,7 @@ pub fn custom_vjp<A: Tree, R: Tree, Res: Tree>(
             let out_types = fun.function.output_types();
             let n_out = out_types.len();
             let Ok(fw) = traced(&fwd, &args) else {
-                return call_plain(leaves, fun);
+                return call_plain(leaves, fun, &at);
             };
             let fw_types = fw.function.output_types();
             let (fw_out, res_template) = fw.output;
@@ -195,10 +198,10 @@ pub fn custom_vjp<A: Tree, R: Tree, Res: Tree>(
                     &fw_types[..n_out.min(fw_types.len())]
                 );
                 report_error("custom_vjp", &refs, msg);
-                return call_plain(leaves, fun);
+                return call_plain(leaves, fun, &at);
             }
             let Ok(bw) = traced(|(r, c): (Res, R)| bwd(r, c), &(res_template, copy(&fun.output))) else {
-                return call_plain(leaves, fun);
+                return call_plain(leaves, fun, &at);
             };
             if bw.output.structure() != args.structure() || bw.function.output_types() != types(&leaves) {
                 let msg = format!(
@@ -210,7 +213,7 @@ pub fn custom_vjp<A: Tree, R: Tree, Res: Tree>(
                     bw.function.output_types()
                 );
                 report_error("custom_vjp", &refs, msg);
-                return call_plain(leaves, fun);
+                return call_plain(leaves, fun, &at);
             }
             // Operands: args ++ f's, fwd's and bwd's captured values. bwd only sees residuals and
             // cotangents, so fwd passes bwd's captured values on as extra residuals.
@@ -237,7 +240,7 @@ pub fn custom_vjp<A: Tree, R: Tree, Res: Tree>(
             });
             let prim =
                 Prim::CustomVjpCall { fun: Box::new(fun_f), fwd: Box::new(fwd_f), bwd: Box::new(bwd_f) };
-            bind_tree(prim, &operands, &fun.output)
+            bind_tree(prim, &operands, &fun.output, &at)
         })
     }
 }

@@ -55,6 +55,27 @@ fn a_shape_error_inside_a_differentiated_function_is_an_err_at_the_users_line() 
     assert!(msg.contains(&format!("ad_errors.rs:{line}:")), "{msg}");
 }
 
+/// Regression: the equations `custom_vjp`, `custom_jvp` and `checkpoint` bind were attributed to
+/// kiln's `src/custom.rs`, so forward-mode differentiation of a `custom_vjp` function reported "at
+/// src/custom.rs:40:17" and the IR printed that location.
+#[test]
+fn custom_rule_equations_carry_the_users_line() {
+    let x = Tensor::from_vec(&[2], vec![0.0f32, 1.0]);
+    let line = line!() + 1;
+    let f = custom_vjp(|x: Tensor| x.sin(), |x: Tensor| (x.sin(), x.cos()), |c: Tensor, g: Tensor| c * g);
+    let err = trace(|x: Tensor| jvp(&f, x.clone(), x).1, &x).unwrap_err().to_string();
+    assert!(err.contains("custom_vjp_call") && err.contains(&format!("ad_errors.rs:{line}:")), "{err}");
+    let (ck_line, jvp_line) = (line!() + 1, line!() + 2);
+    let ck = checkpoint(|x: Tensor| x.sin());
+    let cj = custom_jvp(|x: Tensor| x.sin(), |x: Tensor, t: Tensor| (x.sin(), x.cos() * t));
+    let ir = trace(|x: Tensor| ck(cj(x)), &x).unwrap().function.to_string();
+    // The bound equations' own locations (the bodies' equations sit on the same lines).
+    for line in [ck_line, jvp_line] {
+        assert!(ir.contains(&format!("ad_errors.rs\":{line}:")), "{ir}");
+    }
+    assert!(!ir.contains("custom.rs"), "{ir}");
+}
+
 #[test]
 #[should_panic(expected = "float scalar")]
 fn eager_grad_of_a_non_scalar_output_panics() {
