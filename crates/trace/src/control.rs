@@ -266,6 +266,10 @@ pub type Branch<'a, A, R> = Box<dyn FnOnce(A) -> R + 'a>;
 
 /// `lax.switch`: runs `branches[clamp(index, 0, n-1)](operands)`; `index` is an i32 scalar. Every
 /// branch must return the same structure and types.
+///
+/// # Panics
+/// At the caller's line when `branches` is empty, even while tracing (JAX raises `ValueError`
+/// there): with no branch there is no result structure to stand in for an error.
 #[track_caller]
 pub fn switch<A: Tree, R: Tree>(index: &Tensor, branches: Vec<Branch<'_, A, R>>, operands: A) -> R {
     switch_impl("switch", index, branches, operands)
