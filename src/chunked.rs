@@ -3,7 +3,7 @@
 
 use crate::ad::Args;
 use crate::jit::{Compiled, jit};
-use crate::vmap::{AxisSpec, normalize, resolve, vmap};
+use crate::vmap::{AxisSpec, normalize, resolve, vmap_impl};
 use kiln_backend_cpu::{Arg, CompileOptions};
 use kiln_ir::{Array, SrcLoc, TensorType};
 use kiln_trace::{Error, Result, Tensor, Tree};
@@ -85,8 +85,9 @@ pub struct ChunkedVmap<F, A, R> {
 /// # Errors
 /// From [`ChunkedVmap::call`] and [`ChunkedVmap::specialize`], as [`Error::Op`] named `chunked_vmap`
 /// with the argument types and the caller's file:line: mapped axes of different sizes, an axis out of
-/// range, a spec that does not fit the arguments, no mapped argument, a placeholder argument; trace
-/// errors of `f` and `out_axes` errors as [`vmap`] reports them; a backend compile error (named `jit`).
+/// range (`in_axes` or `out_axes`), a spec that does not fit the arguments or the outputs, an
+/// unmapped (`None`) output that depends on the batch, no mapped argument, a placeholder argument;
+/// trace errors of `f` as its ops report them; a backend compile error (named `jit`).
 #[track_caller]
 pub fn chunked_vmap<A: Args, R: Tree + Clone, F: Fn(A) -> R>(
     f: F,
@@ -139,8 +140,10 @@ impl<A: Args, R: Tree + Clone, F: Fn(A) -> R> ChunkedVmap<F, A, R> {
         let at = Location::caller();
         let leaves = args.leaves();
         if kiln_trace::is_tracing() || leaves.iter().any(Tensor::is_tracer) {
-            let mapped = vmap(|a: A| (self.f)(a), self.in_axes.clone(), self.out_axes.clone());
-            return Ok(mapped(args.rebuild(leaves)));
+            let (f, ia, oa) = (&self.f, &self.in_axes, &self.out_axes);
+            return Ok(kiln_trace::with_api_location(&SrcLoc::from_location(at), || {
+                vmap_impl("chunked_vmap", |a: A| f(a), args.rebuild(leaves), ia, oa, None)
+            }));
         }
         let key = (args.structure(), leaves.iter().map(Tensor::ty).collect::<Vec<_>>());
         let found = self.cache.lock().unwrap_or_else(|p| p.into_inner()).get(&key).cloned();
@@ -194,11 +197,27 @@ impl<A: Args, R: Tree + Clone, F: Fn(A) -> R> ChunkedVmap<F, A, R> {
             args.rebuild(elems.collect())
         };
         let (f, ia, oa) = (&self.f, &self.in_axes, &self.out_axes);
+        // The batching's own errors (out_axes) are chunked_vmap's, at the user's call site and
+        // with the user's argument types rather than one chunk's.
+        let user_at = SrcLoc::from_location(at);
+        let own_error = |e: Error| match e {
+            Error::Op { op, message, at: Some(loc), .. } if op == "chunked_vmap" && loc == user_at => {
+                op_error(message, &types, at)
+            }
+            e => e,
+        };
         // One thread inside a chunk: the chunks are the parallelism.
-        let program = jit(|a: A| vmap(|x: A| f(x), ia.clone(), oa.clone())(a)).threads(1);
-        let full = program.specialize(&chunk_args(chunk))?;
-        let tail =
-            if rest > 0 { Some(program.specialize(&chunk_args(rest))?.compiled().clone()) } else { None };
+        let program = jit(|a: A| {
+            kiln_trace::with_api_location(&user_at, || {
+                vmap_impl("chunked_vmap", |x: A| f(x), a, ia, oa, None)
+            })
+        })
+        .threads(1);
+        let full = program.specialize(&chunk_args(chunk)).map_err(own_error)?;
+        let tail = match rest {
+            0 => None,
+            _ => Some(program.specialize(&chunk_args(rest)).map_err(own_error)?.compiled().clone()),
+        };
         let output = full.output().clone();
         let out_types: Vec<TensorType> = output.leaves().iter().map(Tensor::ty).collect();
         let out_spec = resolve(&self.out_axes, out_types.len(), None, "out_axes")

@@ -194,7 +194,9 @@ pub fn vmap<A: Args, R: Tree>(
 ) -> impl Fn(A) -> R {
     let (in_axes, out_axes) = (in_axes.into(), out_axes.into());
     let at = crate::ad::here();
-    move |args: A| kiln_trace::with_api_location(&at, || vmap_impl(&f, args, &in_axes, &out_axes, None))
+    move |args: A| {
+        kiln_trace::with_api_location(&at, || vmap_impl("vmap", &f, args, &in_axes, &out_axes, None))
+    }
 }
 
 /// [`vmap`] with an explicit batch size (JAX's `axis_size`): required when no argument is mapped,
@@ -209,12 +211,16 @@ pub fn vmap_sized<A: Args, R: Tree>(
     let (in_axes, out_axes) = (in_axes.into(), out_axes.into());
     let at = crate::ad::here();
     move |args: A| {
-        kiln_trace::with_api_location(&at, || vmap_impl(&f, args, &in_axes, &out_axes, Some(axis_size)))
+        kiln_trace::with_api_location(&at, || {
+            vmap_impl("vmap", &f, args, &in_axes, &out_axes, Some(axis_size))
+        })
     }
 }
 
+/// The body of [`vmap`]; its own errors (axis specs, batch sizes) are reported as `op`.
 #[track_caller]
-fn vmap_impl<A: Args, R: Tree>(
+pub(crate) fn vmap_impl<A: Args, R: Tree>(
+    op: &str,
     f: impl FnOnce(A) -> R,
     args: A,
     in_axes: &AxisSpec,
@@ -281,7 +287,7 @@ fn vmap_impl<A: Args, R: Tree>(
     }
     if let Some(msg) = &error {
         // Report the axis error first: it is the cause of anything that fails below.
-        report_error("vmap", &refs, msg.clone());
+        report_error(op, &refs, msg.clone());
     }
     let flat = match flatten(f, &args.rebuild(elem)) {
         Ok(flat) => flat,
@@ -298,7 +304,7 @@ fn vmap_impl<A: Args, R: Tree>(
     let out_spec = match resolve(out_axes, outs.len(), None, "out_axes") {
         Ok(s) => s,
         Err(msg) => {
-            report_error("vmap", &refs, msg);
+            report_error(op, &refs, msg);
             return placeholders_like(&flat.output);
         }
     };
@@ -311,14 +317,14 @@ fn vmap_impl<A: Args, R: Tree>(
                 None => {
                     let msg =
                         format!("out_axes {a} is out of range for output leaf {j} of type {elem} batched");
-                    report_error("vmap", &refs, msg);
+                    report_error(op, &refs, msg);
                     return placeholders_like(&flat.output);
                 }
             },
             None if o.is_batched() => {
                 let msg =
                     format!("out_axes is None for output leaf {j} ({elem}), but it depends on the batch");
-                report_error("vmap", &refs, msg);
+                report_error(op, &refs, msg);
                 return placeholders_like(&flat.output);
             }
             None => results.push(o.value.clone()),

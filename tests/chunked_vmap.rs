@@ -124,6 +124,36 @@ fn bad_axes_are_errors_at_the_call_site() {
     assert!(err.contains("2 element specs for 1 elements"), "{err}");
 }
 
+/// Regression: out_axes errors came from the vmap chunked_vmap runs inside, named `vmap`, "at
+/// src/chunked.rs", with one chunk's operand types (f32[2,2] for an f32[4,2] argument).
+#[test]
+fn bad_out_axes_are_errors_at_the_call_site_with_the_users_types() {
+    let x = Tensor::zeros(DType::F32, &[4, 2]);
+    let range = chunked_vmap(|x: Tensor| x.sum(All), 0, 3).chunk(2);
+    let unmapped = chunked_vmap(|x: Tensor| x * 2.0, 0, AxisSpec::NONE).chunk(2);
+    let count = chunked_vmap(|x: Tensor| x.sum(All), 0, (0, 0)).chunk(2);
+    let line = line!() + 2;
+    let errors = [
+        range.call(&x).unwrap_err().to_string(),
+        unmapped.call(&x).unwrap_err().to_string(),
+        count.call(&x).unwrap_err().to_string(),
+    ];
+    let wants = [
+        "out_axes 3 is out of range for output leaf 0 of type f32[] batched",
+        "out_axes is None for output leaf 0 (f32[2]), but it depends on the batch",
+        "out_axes gives 2 element specs for 1 elements",
+    ];
+    for (k, (err, want)) in errors.iter().zip(wants).enumerate() {
+        let at = format!("(operands: f32[4,2]) at tests/chunked_vmap.rs:{}:", line + k as u32);
+        assert!(err.starts_with(&format!("chunked_vmap: {want}")) && err.contains(&at), "{err}");
+    }
+    // Inside a trace it is vmap on the whole batch; its errors are still chunked_vmap's, here.
+    let line = line!() + 1;
+    let err = trace(|x: Tensor| range.call(&x).unwrap(), &x).unwrap_err().to_string();
+    assert!(err.starts_with("chunked_vmap: out_axes 3 is out of range"), "{err}");
+    assert!(err.contains(&format!("(operands: f32[4,2]) at tests/chunked_vmap.rs:{line}:")), "{err}");
+}
+
 #[test]
 fn inside_a_trace_it_is_vmap() {
     let inner = chunked_vmap(|x: Tensor| (&x * &x).sum(All), 0, 0).chunk(2);
