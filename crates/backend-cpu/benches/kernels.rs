@@ -22,7 +22,7 @@ fn input(dt: DType, shape: &[usize], phase: f64) -> Array {
 fn chain(dt: DType, n: usize) -> (Function, Vec<Array>) {
     let mut f = Function::new();
     let p: Vec<Var> = (0..5).map(|_| f.add_param(TensorType::new(dt, Shape::new(&[n])))).collect();
-    let mut bin = |f: &mut Function, op, x, y| f.push(Prim::Binary(op), &[x, y], None).unwrap()[0];
+    let bin = |f: &mut Function, op, x, y| f.push(Prim::Binary(op), &[x, y], None).unwrap()[0];
     let ab = bin(&mut f, BinaryOp::Mul, p[0], p[1]);
     let cd = bin(&mut f, BinaryOp::Mul, p[2], p[3]);
     let s = bin(&mut f, BinaryOp::Add, ab, cd);
