@@ -140,10 +140,7 @@ impl<A: Args, R: Tree + Clone, F: Fn(A) -> R> ChunkedVmap<F, A, R> {
         let at = Location::caller();
         let leaves = args.leaves();
         if kiln_trace::is_tracing() || leaves.iter().any(Tensor::is_tracer) {
-            let (f, ia, oa) = (&self.f, &self.in_axes, &self.out_axes);
-            return Ok(kiln_trace::with_api_location(&SrcLoc::from_location(at), || {
-                vmap_impl("chunked_vmap", |a: A| f(a), args.rebuild(leaves), ia, oa, None)
-            }));
+            return Ok(self.batched(args.rebuild(leaves), &SrcLoc::from_location(at)));
         }
         let key = (args.structure(), leaves.iter().map(Tensor::ty).collect::<Vec<_>>());
         let found = self.cache.lock().unwrap_or_else(|p| p.into_inner()).get(&key).cloned();
@@ -178,6 +175,13 @@ impl<A: Args, R: Tree + Clone, F: Fn(A) -> R> ChunkedVmap<F, A, R> {
         self.build(args, Location::caller())
     }
 
+    /// `vmap` of `f` over `args`, its own errors (axis specs) named `chunked_vmap` at `at`.
+    fn batched(&self, args: A, at: &SrcLoc) -> R {
+        kiln_trace::with_api_location(at, || {
+            vmap_impl("chunked_vmap", |a: A| (self.f)(a), args, &self.in_axes, &self.out_axes, None)
+        })
+    }
+
     fn build(&self, args: &A, at: &'static Location<'static>) -> Result<ChunkedSpecialized<A, R>> {
         let leaves = args.leaves();
         let types: Vec<TensorType> = leaves.iter().map(Tensor::ty).collect();
@@ -196,7 +200,6 @@ impl<A: Args, R: Tree + Clone, F: Fn(A) -> R> ChunkedVmap<F, A, R> {
             });
             args.rebuild(elems.collect())
         };
-        let (f, ia, oa) = (&self.f, &self.in_axes, &self.out_axes);
         // The batching's own errors (out_axes) are chunked_vmap's, at the user's call site and
         // with the user's argument types rather than one chunk's.
         let user_at = SrcLoc::from_location(at);
@@ -207,12 +210,7 @@ impl<A: Args, R: Tree + Clone, F: Fn(A) -> R> ChunkedVmap<F, A, R> {
             e => e,
         };
         // One thread inside a chunk: the chunks are the parallelism.
-        let program = jit(|a: A| {
-            kiln_trace::with_api_location(&user_at, || {
-                vmap_impl("chunked_vmap", |x: A| f(x), a, ia, oa, None)
-            })
-        })
-        .threads(1);
+        let program = jit(|a: A| self.batched(a, &user_at)).threads(1);
         let full = program.specialize(&chunk_args(chunk)).map_err(own_error)?;
         let tail = match rest {
             0 => None,

@@ -172,7 +172,7 @@ pub fn global_norm<P: Tree>(tree: &P) -> Tensor {
     let total = leaves
         .iter()
         .map(|x| x.square().sum_all().astype(dtype))
-        .fold(Tensor::scalar(0.0f32).astype(dtype), |acc, s| acc + s);
+        .fold(Tensor::scalar_like(0.0, dtype), |acc, s| acc + s);
     total.sqrt()
 }
 
@@ -189,7 +189,7 @@ pub fn clip_by_global_norm<P: Tree>(grads: &P, max_norm: f64) -> Result<(P, Tens
         });
     }
     let norm = global_norm(grads);
-    let below = norm.lt(&Tensor::scalar(max_norm).astype(norm.dtype()));
+    let below = norm.lt(&Tensor::scalar_like(max_norm, norm.dtype()));
     let scale = kiln_trace::where_(&below, &norm.ones_like(), &(norm.ones_like() * max_norm / &norm));
     let clipped = grads.leaves().iter().map(|g| g * &scale.astype(g.dtype())).collect();
     Ok((grads.rebuild(clipped), norm))

@@ -81,13 +81,16 @@ fn time(reps: usize, mut run: impl FnMut()) -> f64 {
     ts[0]
 }
 
-/// One table row: `f` on one thread and split in two (every kernel, whatever its size).
+/// One thread, or `threads` with every kernel split whatever its size (`min_task_work: Some(0)`).
+fn options(threads: usize) -> CompileOptions {
+    let min_task_work = if threads == 1 { None } else { Some(0) };
+    CompileOptions { threads: Some(threads), dump_dir: None, min_task_work, multi_output: true }
+}
+
+/// One table row: `f` on one thread and split in two.
 fn row(label: &str, f: &Function, args: &[Array], elements: usize, units_per_element: u64) {
-    let serial = CompileOptions { threads: Some(1), dump_dir: None, min_task_work: None, multi_output: true };
-    let split =
-        CompileOptions { threads: Some(2), dump_dir: None, min_task_work: Some(0), multi_output: true };
-    let one = compile_with(f, &serial).unwrap();
-    let two = compile_with(f, &split).unwrap();
+    let one = compile_with(f, &options(1)).unwrap();
+    let two = compile_with(f, &options(2)).unwrap();
     let units = units_per_element * elements as u64;
     let reps = (2_000_000 / elements).clamp(15, 400);
     let t1 = time(reps, || drop(one.run(args).unwrap()));
@@ -116,7 +119,6 @@ fn main() {
             row(label, &f, &args, rows * 1024, 6);
         }
     }
-    let serial = CompileOptions { threads: Some(1), dump_dir: None, min_task_work: None, multi_output: true };
     let (m, k, n) = (784, 512, 256);
     let mut f = Function::new();
     let a = f.add_param(TensorType::new(DType::F32, [m, k]));
@@ -134,7 +136,7 @@ fn main() {
         Array::from_vec(&[m, k], (0..m * k).map(|i| (i % 13) as f32 * 0.1).collect()),
         Array::from_vec(&[k, n], (0..k * n).map(|i| (i % 7) as f32 * 0.1).collect()),
     ];
-    let exe = compile_with(&f, &serial).unwrap();
+    let exe = compile_with(&f, &options(1)).unwrap();
     let t = time(30, || drop(exe.run(&args).unwrap()));
     println!(
         "gemm {m}x{k}x{n} f32 (packing included): {:.3} ms ({:.1} GFLOP/s)",
