@@ -107,9 +107,20 @@ pub(crate) fn cmp(op: CompareOp, x: &Tensor, y: &Tensor) -> Tensor {
 /// A rank-0 tensor of `like`'s dtype holding `v` (weak typing of Rust scalars, as JAX's Python
 /// scalars). A value the dtype cannot hold exactly (2.5 or -1 for an integer tensor, 2 for bool) is an
 /// error of `op`: kiln does not promote implicitly, and truncating would be a silently wrong number.
+/// So is a float scalar (`from_float`) in a division of an integer or bool tensor: `&ints / 2.0`
+/// would truncate where the literal (and `jnp`'s `/`) asks for a fraction.
 #[track_caller]
-pub(crate) fn weak_scalar(op: BinaryOp, v: f64, like: &Tensor) -> Tensor {
+pub(crate) fn weak_scalar(op: BinaryOp, v: f64, from_float: bool, like: &Tensor) -> Tensor {
     let dtype = like.dtype();
+    if op == BinaryOp::Div && from_float && !dtype.is_float() {
+        let msg = format!(
+            "a float scalar ({v:?}) divides or is divided by a {dtype} tensor: `/` on integers truncates \
+             toward zero (lax.div); convert the tensor with astype for a true division, or write an \
+             integer scalar for a truncating one"
+        );
+        fail(op.name(), &[like], msg, 1);
+        return Tensor::scalar_like(0.0, dtype);
+    }
     let fits = match dtype {
         DType::F32 | DType::F64 => true,
         DType::I32 => v.fract() == 0.0 && (f64::from(i32::MIN)..=f64::from(i32::MAX)).contains(&v),
@@ -245,7 +256,7 @@ impl Tensor {
     /// `self ** p` for a scalar exponent (taking `self`'s dtype), e.g. `x.powf(3.0)`.
     #[track_caller]
     pub fn powf(&self, p: f64) -> Tensor {
-        bin(BinaryOp::Pow, self, &weak_scalar(BinaryOp::Pow, p, self))
+        bin(BinaryOp::Pow, self, &weak_scalar(BinaryOp::Pow, p, false, self))
     }
 
     /// Converts to `dtype` (`astype`).

@@ -1,6 +1,11 @@
-//! `+ - * /` and unary `-` on tensors, by reference or by value, and with scalars: `f32` or `f64` on
-//! the right, `f64` on the left (the scalar takes the tensor's dtype). All `#[track_caller]`, so errors point at the
-//! user's expression.
+//! `+ - * /` and unary `-` on tensors, by reference or by value, and with scalars: `f32`, `f64`,
+//! `i32` or `u32` on the right, `f64` on the left (the scalar takes the tensor's dtype). All
+//! `#[track_caller]`, so errors point at the user's expression.
+//!
+//! `/` on integer tensors is `lax.div`: it truncates toward zero, as Rust's `/` on integers does
+//! (`jnp`'s `/` would return floats). A float scalar on either side of `/` with an integer or bool
+//! tensor (`&ints / 2.0`, `1.0 / &ints`) is an error rather than a truncating division: the literal
+//! asks for a fraction that the integer result cannot hold.
 
 use crate::numpy::{bin, weak_scalar};
 use crate::{Tensor, lax};
@@ -10,29 +15,35 @@ use std::ops::{Add, Div, Mul, Neg, Sub};
 /// A Rust scalar usable as an operand next to a tensor; it takes the tensor's dtype (JAX's weak typing
 /// of Python scalars).
 pub trait Scalar: Copy {
+    /// Whether the Rust type is a float (`/` with an integer tensor refuses float scalars).
+    const IS_FLOAT: bool;
     /// The value as `f64` (exact for `f32`).
     fn to_f64(self) -> f64;
 }
 
 impl Scalar for f32 {
+    const IS_FLOAT: bool = true;
     fn to_f64(self) -> f64 {
         self as f64
     }
 }
 
 impl Scalar for f64 {
+    const IS_FLOAT: bool = true;
     fn to_f64(self) -> f64 {
         self
     }
 }
 
 impl Scalar for i32 {
+    const IS_FLOAT: bool = false;
     fn to_f64(self) -> f64 {
         f64::from(self)
     }
 }
 
 impl Scalar for u32 {
+    const IS_FLOAT: bool = false;
     fn to_f64(self) -> f64 {
         f64::from(self)
     }
@@ -74,14 +85,14 @@ macro_rules! tensor_binop {
             type Output = Tensor;
             #[track_caller]
             fn $method(self, rhs: S) -> Tensor {
-                bin($op, self, &weak_scalar($op, rhs.to_f64(), self))
+                bin($op, self, &weak_scalar($op, rhs.to_f64(), S::IS_FLOAT, self))
             }
         }
         impl<S: Scalar> $trait<S> for Tensor {
             type Output = Tensor;
             #[track_caller]
             fn $method(self, rhs: S) -> Tensor {
-                bin($op, &self, &weak_scalar($op, rhs.to_f64(), &self))
+                bin($op, &self, &weak_scalar($op, rhs.to_f64(), S::IS_FLOAT, &self))
             }
         }
         // Scalars on the left: `f64` only. A second impl for `f32` would make a bare literal
@@ -94,14 +105,14 @@ macro_rules! tensor_binop {
             type Output = Tensor;
             #[track_caller]
             fn $method(self, rhs: &Tensor) -> Tensor {
-                bin($op, &weak_scalar($op, self, rhs), rhs)
+                bin($op, &weak_scalar($op, self, true, rhs), rhs)
             }
         }
         impl $trait<Tensor> for $s {
             type Output = Tensor;
             #[track_caller]
             fn $method(self, rhs: Tensor) -> Tensor {
-                bin($op, &weak_scalar($op, self, &rhs), &rhs)
+                bin($op, &weak_scalar($op, self, true, &rhs), &rhs)
             }
         }
     };

@@ -10,9 +10,10 @@ use std::sync::Arc;
 /// An array value: concrete (a host array, computed eagerly) or a tracer (a variable of the function
 /// being traced). Cloning is cheap (a reference count or a small handle).
 ///
-/// Operators `+ - * /` and unary `-` work between tensors and with `f32`/`f64` scalars on either side
-/// (a scalar takes the tensor's dtype, JAX's weak typing); shapes broadcast as in numpy. Methods are
-/// named as in `jax.numpy`. Tensors are not `Send`: a tracer belongs to a trace on one thread.
+/// Operators `+ - * /` and unary `-` work between tensors and with scalars on either side (a scalar
+/// takes the tensor's dtype, JAX's weak typing; one the dtype cannot hold exactly is an error); shapes
+/// broadcast as in numpy. `/` on integer tensors truncates toward zero like Rust's (`lax.div`), and
+/// refuses float scalars. Methods are named as in `jax.numpy`. Tensors are not `Send`: a tracer belongs to a trace on one thread.
 ///
 /// ```
 /// use kiln_trace::Tensor;

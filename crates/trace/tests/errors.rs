@@ -165,6 +165,32 @@ fn scalars_that_an_integer_tensor_cannot_hold_are_errors_not_truncations() {
 }
 
 #[test]
+fn a_float_scalar_dividing_or_divided_by_an_integer_tensor_is_an_error() {
+    // Regression (bad-input hunt): `i32[3, -3] / 2.0` gave [1, -1] and `1.0 / i32[1, 2]` gave
+    // [1, 0] (truncating lax.div), where the literal and JAX's `/` ask for [1.5, -1.5] and [1, 0.5].
+    for (dtype, name) in [(DType::I32, "i32"), (DType::U32, "u32"), (DType::Bool, "bool")] {
+        let line = line!() + 1;
+        let err = trace(|x: Tensor| &x / 2.0, &Tensor::placeholder(dtype, &[2])).unwrap_err();
+        let msg = err.to_string();
+        assert!(
+            msg.contains("div") && msg.contains(name) && msg.contains(&format!("errors.rs:{line}:")),
+            "{msg}"
+        );
+        let err = trace(|x: Tensor| 1.0 / x, &Tensor::placeholder(dtype, &[2])).unwrap_err();
+        assert!(err.to_string().contains("astype"), "{err}");
+        let err = trace(|x: Tensor| x / 4.0f32, &Tensor::placeholder(dtype, &[2])).unwrap_err();
+        assert!(err.to_string().contains("truncates"), "{err}");
+    }
+    // Integer scalars divide integer tensors as Rust's `/` does (toward zero); floats divide floats.
+    let ints = Tensor::from_vec(&[2], vec![7i32, -7]);
+    assert_eq!((&ints / 2).to_vec::<i32>(), vec![3, -3]);
+    assert_eq!((ints.astype(DType::F32) / 2.0).to_vec::<f32>(), vec![3.5, -3.5]);
+    assert_eq!((1.0 / Tensor::from_vec(&[2], vec![2.0f64, -4.0])).to_vec::<f64>(), vec![0.5, -0.25]);
+    // `+ - *` with an integral float scalar stay exact on integers.
+    assert_eq!((&Tensor::from_vec(&[2], vec![3u32, 7]) + 1.0).to_vec::<u32>(), vec![4, 8]);
+}
+
+#[test]
 fn a_placeholder_used_as_a_value_is_an_error_at_the_users_line() {
     let line = line!() + 1;
     let err = trace(|x: Tensor| &x + &Tensor::placeholder(DType::F32, &[3]), &f32s(&[3])).unwrap_err();

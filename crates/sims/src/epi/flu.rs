@@ -194,7 +194,7 @@ impl FluModel {
     ) -> (AgentState, (Tensor, Tensor, AgentState)) {
         let n = self.num_agents();
         let tf = t.astype(DType::F32);
-        let r0 = params.r0.take(&(t / 7.0), 0);
+        let r0 = params.r0.take(&(t / 7), 0);
         let sd = stop_gradient(&s.stage);
         let is = |v: f32| sd.eq(&scalar(v));
         let contacts = Contacts { scale: &self.scale, src: &self.src, dst: &self.dst, pmf: &self.pmf };

@@ -263,7 +263,7 @@ impl CovidModel {
         params: &CovidParams,
     ) -> (AgentState, (Tensor, Tensor)) {
         let tf = t.astype(DType::F32);
-        let week = t / 7.0;
+        let week = t / 7;
         let (r0, mortality) = (params.r0.take(&week, 0), params.mortality.take(&week, 0));
         // The stage as data: infectiousness and the masks never carry a tangent (as the reference).
         let sd = stop_gradient(&s.stage);
