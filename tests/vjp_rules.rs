@@ -376,16 +376,48 @@ fn cumprod_and_cummax_exact_values() {
     // the sum is [x1·x2, x0·x2 + x2, x0·x1 + x1 + 1] = [0, 6 + 3, 1].
     let g = grad1(|x: Tensor| x.cumprod(0, true).sum(All), v64(&[3], &[2.0, 0.0, 3.0]));
     assert_eq!(g.to_vec::<f64>(), vec![0.0, 9.0, 1.0]);
-    // cummax([1, 3, 2, 3, 5]) = [1, 3, 3, 3, 5]: positions 1..3 take the first 3.
+    // cummax([1, 3, 2, 3, 5]) = [1, 3, 3, 3, 5]: outputs 1 and 2 take x1; output 3 splits between the
+    // tied 3s (x1, x3), as the JVP rule does. JAX 0.10 gives the same [1, 610, 0, 500, 10000].
     let w = v64(&[5], &[1.0, 10.0, 100.0, 1000.0, 10000.0]);
     let g = grad1(|x: Tensor| (x.cummax(0, false) * &w).sum(All), v64(&[5], &[1.0, 3.0, 2.0, 3.0, 5.0]));
-    assert_eq!(g.to_vec::<f64>(), vec![1.0, 1110.0, 0.0, 0.0, 10000.0]);
+    assert_eq!(g.to_vec::<f64>(), vec![1.0, 610.0, 0.0, 500.0, 10000.0]);
     // cummin from the end of [4, 1, 2] = [1, 1, 2].
     let g = grad1(
         |x: Tensor| (x.cummin(0, true) * v64(&[3], &[1.0, 10.0, 100.0])).sum(All),
         v64(&[3], &[4.0, 1.0, 2.0]),
     );
     assert_eq!(g.to_vec::<f64>(), vec![0.0, 11.0, 100.0]);
+}
+
+#[test]
+fn cummax_gradient_is_the_transpose_of_its_jvp_at_ties() {
+    // Regression (bad-input hunt): the VJP gave each output's cotangent to the first position that
+    // reached its running max, while the JVP splits ties equally, so grad and jvp disagreed:
+    // grad of sum(cummax([1, 1, 0.5])) was [3, 0, 0]; the JVP's transpose (and JAX) give [2, 1, 0].
+    let g = grad1(|x: Tensor| x.cummax(0, false).sum(All), v64(&[3], &[1.0, 1.0, 0.5]));
+    assert_eq!(g.to_vec::<f64>(), vec![2.0, 1.0, 0.0]);
+    // <w, J t> == <J^T w, t> on tie-heavy rows, along either axis and in either direction.
+    let x = v64(&[3, 6], &[2., 2., 1., 2., 3., 3., 1., 1., 1., 1., 1., 1., 5., 4., 5., 5., 0., 5.]);
+    let t = v64(&[3, 6], &[0.5, -1., 2., 3., -2., 1., 1., 2., 3., 4., 5., 6., -1., 0.25, 7., -3., 2., 1.5]);
+    let w = v64(&[3, 6], &[1., 3., -2., 0.5, 4., -1., 2., -1., 0.5, 3., 1., -2., 1.5, 2., -0.5, 1., -3., 2.]);
+    for (axis, reverse) in [(1, false), (1, true), (0, false), (0, true)] {
+        for max in [true, false] {
+            let f = |x: Tensor| if max { x.cummax(axis, reverse) } else { x.cummin(axis, reverse) };
+            let (_, jt) = jvp(f, x.clone(), t.clone());
+            let g = grad1(|x: Tensor| (f(x) * &w).sum(All), x.clone());
+            let lhs: f64 = (&w * &jt).sum(All).to_vec::<f64>()[0];
+            let rhs: f64 = (&g * &t).sum(All).to_vec::<f64>()[0];
+            assert!((lhs - rhs).abs() < 1e-12, "axis {axis} reverse {reverse} max {max}: {lhs} vs {rhs}");
+        }
+    }
+    // A NaN output has no tied position: its input's gradient is NaN, as its tangent is; the
+    // positions before the NaN are unaffected. Empty axes have empty gradients.
+    let g = grad1(|x: Tensor| x.cummax(0, false).sum(All), v64(&[4], &[1.0, 3.0, f64::NAN, 2.0]));
+    let g = g.to_vec::<f64>();
+    assert_eq!(g[..2], [1.0, 1.0]);
+    assert!(g[2].is_nan() && g[3].is_nan(), "{g:?}");
+    let g = grad1(|x: Tensor| x.cummax(1, false).sum(All), v64(&[2, 0], &[]));
+    assert_eq!(g.shape().dims(), &[2, 0]);
 }
 
 #[test]

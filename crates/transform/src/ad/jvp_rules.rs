@@ -312,7 +312,7 @@ fn reduce_chooser_tangent(x: &Tensor, out: &Tensor, t: &Tensor, axes: &[usize]) 
 
 /// `x` moved by `d` positions along `axis` towards its end (from its end if `reverse`), the vacated
 /// positions filled with the scalar `fill`; the shape is kept.
-fn shift(x: &Tensor, axis: usize, d: usize, fill: &Tensor, reverse: bool) -> Tensor {
+pub(super) fn shift(x: &Tensor, axis: usize, d: usize, fill: &Tensor, reverse: bool) -> Tensor {
     let rank = x.ndim();
     let (mut low, mut high) = (vec![0i64; rank], vec![0i64; rank]);
     let d = d as i64;
@@ -369,17 +369,36 @@ fn cumprod_tangent(x: &Tensor, t: &Tensor, axis: usize, reverse: bool) -> Tensor
 
 /// `cummax`/`cummin`: at each position, the mean of the tangents at the positions so far that equal
 /// the running extreme (ties split equally, as `reduce_max` of that prefix). Those positions all lie
-/// in the current run of equal running extremes, so this is a segmented running sum (restarting
-/// where the running extreme changes) by a Hillis–Steele scan.
+/// in the current run of equal running extremes, so this is a running sum restarting where the
+/// running extreme changes. (The VJP rule is this map transposed: `vjp_rules::cum_extreme_grad`.)
 fn cum_chooser_tangent(x: &Tensor, out: &Tensor, t: &Tensor, axis: usize, reverse: bool) -> Tensor {
-    let n = x.shape()[axis];
     let zero = c(0.0, x);
     let hit = x.eq(out);
-    // A run starts where the running extreme changes (the NaN fill makes the first position a start;
-    // after a NaN every position is one, with no hit, so the tangent is NaN as for reduce_max).
-    let mut starts = out.ne(&shift(out, axis, 1, &c(f64::NAN, x), reverse));
-    let mut sums = [where_(&hit, t, &zero), where_(&hit, &c(1.0, x), &zero)];
-    let no = Tensor::scalar(false);
+    let starts = run_starts(out, axis, reverse);
+    let [total, count] =
+        segmented_sums([where_(&hit, t, &zero), where_(&hit, &c(1.0, x), &zero)], &starts, axis, reverse);
+    total / count
+}
+
+/// Where a run of equal values of `out` begins along `axis` (from its end if `reverse`): the first
+/// position, and every position whose value differs from the one before. NaN differs from
+/// everything, so after a NaN every position begins a run.
+pub(super) fn run_starts(out: &Tensor, axis: usize, reverse: bool) -> Tensor {
+    out.ne(&shift(out, axis, 1, &c(f64::NAN, out), reverse))
+}
+
+/// Running sums of each of `values` along `axis` (from its end if `reverse`) that restart at the
+/// positions of `starts` (bool, the values' shape): a Hillis–Steele scan, `⌈log₂ n⌉` shifted adds,
+/// with no cancellation (a sum is never formed by subtracting prefix sums).
+pub(super) fn segmented_sums<const K: usize>(
+    mut sums: [Tensor; K],
+    starts: &Tensor,
+    axis: usize,
+    reverse: bool,
+) -> [Tensor; K] {
+    let Some(first) = sums.first() else { return sums };
+    let (n, zero) = (first.shape()[axis], c(0.0, first));
+    let (mut starts, no) = (starts.clone(), Tensor::scalar(false));
     let mut d = 1;
     while d < n {
         for s in &mut sums {
@@ -388,8 +407,7 @@ fn cum_chooser_tangent(x: &Tensor, out: &Tensor, t: &Tensor, axis: usize, revers
         starts = starts.logical_or(&shift(&starts, axis, d, &no, reverse));
         d *= 2;
     }
-    let [total, count] = sums;
-    total / count
+    sums
 }
 
 /// `sort`: sorts an extra `iota` operand along to get the permutation, then gathers every float

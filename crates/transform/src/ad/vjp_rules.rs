@@ -14,14 +14,14 @@
 //!   `∂/∂b = 0` where `a == 0` (the limit of `a**b · log a`; JAX gives NaN for `b < 0`).
 //! * `clamp(lo, x, hi)`: JAX's rule, the transpose of the JVP rule — `x` gets the cotangent strictly
 //!   inside `(lo, hi)`, `lo` where `lo > x` and `lo < hi`, `hi` where `hi < x`; at a tie nobody does.
-//! * `cummax`/`cummin`: each output's cotangent goes to the first position that reached its running
-//!   extreme.
+//! * `cummax`/`cummin`: the transpose of the JVP rule's equal split among tied positions; at a NaN
+//!   output the gradient is NaN (JAX's associative scan of `max` gives 0).
 //! * `scatter` (set) with duplicate indices: only the winning update (the last one in row-major
 //!   order, the forward's rule) gets the cotangent; the others get 0.
 //! * Indexing backward passes use the forward's index semantics: a clamped (`Clip`) read scatters its
 //!   cotangent to the clamped position; a dropped/filled (`FillOrDrop`) one contributes nothing.
 
-use super::{control, zeros_like, zeros_of};
+use super::{control, jvp_rules, zeros_like, zeros_of};
 use kiln_ir::{BinaryOp, CumulativeOp, DType, IndexMode, Prim, ReduceOp, ScatterOp, TensorType, UnaryOp};
 use kiln_trace::{Tensor, lax, where_};
 
@@ -388,7 +388,7 @@ fn cumulative(
     let g = match op {
         CumulativeOp::Sum => unreachable!("handled above"),
         CumulativeOp::Prod => cumprod_grad(&x, &y, &ct, axis),
-        CumulativeOp::Max | CumulativeOp::Min => cum_extreme_grad(&y, &ct, axis),
+        CumulativeOp::Max | CumulativeOp::Min => cum_extreme_grad(&x, &y, &ct, axis),
     };
     Some(flip_if(&g, axis, reverse))
 }
@@ -409,31 +409,20 @@ fn cumprod_grad(x: &Tensor, y: &Tensor, ct: &Tensor, axis: usize) -> Tensor {
     where_(&zeros_so_far.eq(&zero), &before, &where_(&first, &at_first, &zero))
 }
 
-/// Forward `cummax`/`cummin`: each `ct_i` goes to the first position `k` with `y_k == y_i` (the
-/// running extreme is monotone, so that is where it was reached; NaNs count as equal).
-fn cum_extreme_grad(y: &Tensor, ct: &Tensor, axis: usize) -> Tensor {
-    let dims = y.shape();
-    let n = dims[axis];
-    if n == 0 {
-        return ct.clone();
-    }
-    let rank = dims.rank();
-    let along = |from: usize, to: usize| {
-        let mut start = vec![0; rank];
-        let mut limit = dims.dims().to_vec();
-        start[axis] = from;
-        limit[axis] = to;
-        lax::slice(y, &start, &limit, &vec![1; rank])
-    };
-    let (prev, next) = (along(0, n - 1), along(1, n));
-    let same = next.eq(&prev).logical_or(&next.ne(&next).logical_and(&prev.ne(&prev)));
-    let mut first_dims = dims.dims().to_vec();
-    first_dims[axis] = 1;
-    let head = lax::broadcast_in_dim(&Tensor::scalar(true), &first_dims, &[]);
-    let new = lax::concatenate(&[head, same.logical_not()], axis);
-    let pos = lax::iota(DType::I32, dims.dims(), axis);
-    let source = lax::cumulative(CumulativeOp::Max, &where_(&new, &pos, &Tensor::scalar(0i32)), axis, false);
-    scatter_add_along(ct, &source, axis)
+/// Forward `cummax`/`cummin`: the transpose of the JVP rule (`jvp_rules::cum_chooser_tangent`), where
+/// output `i`'s tangent is the mean of `t_k` over the hits `k ≤ i` of its run (positions `x_k == y_k`
+/// where the running extreme `y` has kept its value). So hit `k` gets `Σ ct_i / count_i` over the
+/// positions `i ≥ k` of its run: a running count forward, then a running sum backward, both
+/// restarting at run boundaries. A NaN output has no hit (count 0), so its position's gradient is
+/// NaN (0 · ct/0), as its tangent is; JAX's `cummax`, an associative scan of binary `max`, gives 0.
+fn cum_extreme_grad(x: &Tensor, y: &Tensor, ct: &Tensor, axis: usize) -> Tensor {
+    let hit = lax::convert_element_type(&x.eq(y), x.dtype());
+    let starts = jvp_rules::run_starts(y, axis, false);
+    let [count] = jvp_rules::segmented_sums([hit.clone()], &starts, axis, false);
+    // A run ends where the next one starts (and at the last position).
+    let ends = jvp_rules::shift(&starts, axis, 1, &Tensor::scalar(true), true);
+    let [share] = jvp_rules::segmented_sums([ct / &count], &ends, axis, true);
+    &hit * &share
 }
 
 /// `out[.., idx[.., i, ..], ..] += ct[.., i, ..]` along `axis` (`idx` and `ct` of one shape, in range):
