@@ -261,3 +261,131 @@ fn missing_file_names_the_path() {
     let e = System::from_mjcf_file("/nonexistent/model.xml").unwrap_err();
     assert!(e.to_string().contains("/nonexistent/model.xml"), "{e}");
 }
+
+/// A model whose world body holds `bodies`, with `extra` elements after it.
+fn world(bodies: &str, extra: &str) -> String {
+    format!("<mujoco>\n<worldbody>\n{bodies}\n</worldbody>\n{extra}\n</mujoco>")
+}
+
+/// `error_of`, asserting the kind is `Invalid` (MuJoCo's compiler rejects the model), the line and
+/// that the message contains `needle`.
+fn invalid(xml: &str, line: u32, needle: &str) {
+    let e = error_of(xml);
+    assert!(matches!(e.kind, MjcfErrorKind::Invalid(_)), "{e}");
+    assert_eq!(e.line, line, "{e}");
+    assert!(e.to_string().contains(needle), "{e}");
+}
+
+const PENDULUM: &str =
+    r#"<body name="pole" pos="0 0 1"><joint name="hinge" axis="0 1 0"/><geom size="0.1"/></body>"#;
+
+#[test]
+fn models_mujoco_rejects_are_errors_not_silently_different_physics() {
+    // Regressions (bad-input hunt): each of these loaded and then simulated wrong numbers or NaN.
+    // Geom sizes the type uses must be positive; masses and densities non-negative (MuJoCo).
+    let geom = |attrs: &str| world(&format!("<body><joint/>\n<geom {attrs}/></body>"), "");
+    invalid(&geom(r#"type="box" size="0.1""#), 4, "size 1 must be positive");
+    invalid(&geom(r#"type="capsule" size="0.1""#), 4, "size 1 must be positive");
+    invalid(&geom(r#"size="-0.1""#), 4, "size 0 must be positive");
+    invalid(&geom(r#"size="0.1" mass="-1""#), 4, "negative");
+    invalid(&geom(r#"size="0.1" density="-1000""#), 4, "negative");
+    invalid(&geom(r#"size="0.1" condim="2""#), 4, "condim 2");
+    let e = error_of(&geom(r#"size="nan""#));
+    assert!(matches!(e.kind, MjcfErrorKind::BadNumber { .. }) && e.to_string().contains("finite"), "{e}");
+    // A moving body needs mass and inertia above mjMINVAL: none at all, or a zero inertia.
+    invalid(&world("<body pos=\"0 0 1\">\n<joint axis=\"0 1 0\"/></body>", ""), 3, "mjMINVAL");
+    let inertial = r#"<inertial pos="0 0 0" mass="2" diaginertia="0 0 0"/>"#;
+    invalid(&world(&format!("<body>\n<joint/>{inertial}</body>"), ""), 3, "principal inertias");
+    invalid(
+        &world(r#"<body><joint/><inertial pos="0 0 0" mass="-2" diaginertia="1 1 1"/></body>"#, ""),
+        3,
+        "negative",
+    );
+    // Free joints only on top-level bodies (the nested one started one parent offset away).
+    let nested = "<body pos=\"0 0 1\"><joint/><geom size=\"0.1\"/>\n<body pos=\"1 0 0\">\n<freejoint/><geom size=\"0.1\"/></body></body>";
+    let e = error_of(&world(nested, ""));
+    assert!(matches!(e.kind, MjcfErrorKind::Unsupported(_)) && e.to_string().contains("top level"), "{e}");
+    assert_eq!((e.line, e.element.as_str()), (5, "freejoint"));
+    // Planes only on static bodies; quaternions non-zero; names unique; `joint=""` names nothing.
+    invalid(
+        &world("<body><joint/><geom size=\"0.1\"/>\n<geom type=\"plane\" size=\"1 1 1\"/></body>", ""),
+        4,
+        "plane",
+    );
+    invalid(&world("<body quat=\"0 0 0 0\"><joint/><geom size=\"0.1\"/></body>", ""), 3, "zero quaternion");
+    let twice = "<default class=\"a\"/>\n<default class=\"a\"/>";
+    invalid(
+        &format!("<mujoco><default>\n{twice}</default><worldbody/></mujoco>"),
+        3,
+        "repeated default class",
+    );
+    let two = format!("{PENDULUM}\n<body pos=\"1 0 0\"><joint name=\"hinge\"/><geom size=\"0.1\"/></body>");
+    invalid(&world(&two, ""), 4, "repeated joint name");
+    let unnamed =
+        world("<body><joint/><geom size=\"0.1\"/></body>", "<actuator><motor joint=\"\"/></actuator>");
+    assert!(matches!(error_of(&unnamed).kind, MjcfErrorKind::UnknownName { .. }));
+}
+
+#[test]
+fn limited_auto_follows_mujoco_and_limited_ranges_must_be_increasing() {
+    // Regression: `limited="auto"` meant "a range attribute is present", so `range="0 0"` locked the
+    // joint (MuJoCo: unlimited) and `range="30 -30"` or `limited="true"` without a range gave a
+    // backwards or empty limit; `ctrlrange="1 -1"` turned a control of 0.5 into -1.
+    let joint =
+        |attrs: &str| world(&format!("<body><geom size=\"0.1\"/>\n<joint name=\"j\" {attrs}/></body>"), "");
+    let sys = System::from_mjcf_str("ok.xml", &joint(r#"range="0 0""#)).unwrap();
+    assert!(!sys.joints.limited[0]);
+    let sys = System::from_mjcf_str("ok.xml", &joint(r#"range="-30 30""#)).unwrap();
+    assert!(sys.joints.limited[0]);
+    close(sys.joints.range[0][1], PI / 6.0, 1e-12);
+    let sys = System::from_mjcf_str("ok.xml", &joint(r#"range="-30 30" limited="false""#)).unwrap();
+    assert!(!sys.joints.limited[0]);
+    invalid(&joint(r#"range="30 -30""#), 4, "range[0] < range[1]");
+    invalid(&joint(r#"limited="true""#), 4, "range[0] < range[1]");
+    let motor =
+        |attrs: &str| world(PENDULUM, &format!("<actuator>\n<motor joint=\"hinge\" {attrs}/></actuator>"));
+    invalid(&motor(r#"ctrllimited="true""#), 6, "ctrlrange");
+    invalid(&motor(r#"ctrlrange="1 -1""#), 6, "ctrlrange");
+    invalid(&motor(r#"forcerange="2 2""#), 6, "forcerange");
+    let sys = System::from_mjcf_str("ok.xml", &motor(r#"ctrlrange="0 0" gear="3""#)).unwrap();
+    assert!(!sys.actuators.ctrl_limited[0]);
+}
+
+#[test]
+fn models_the_pipelines_cannot_run_are_model_errors() {
+    use kiln::prelude::DType;
+    use kiln_sims::rigid::{Model, ModelError};
+    let model = |xml: &str| Model::new(&System::from_mjcf_str("m.xml", xml).unwrap(), DType::F32);
+    // Regression: an empty world loaded, then `init` panicked inside `stack`.
+    for xml in ["<mujoco/>", "<mujoco><worldbody><geom type=\"plane\" size=\"1 1 1\"/></worldbody></mujoco>"]
+    {
+        assert!(matches!(model(xml), Err(ModelError::NoLinks)), "{xml}");
+    }
+    // Brax's custom checks: spring scales in [0, 1]; a global value has one number (the first was
+    // kept silently).
+    let custom = |c: &str| world(PENDULUM, &format!("<custom>{c}</custom>"));
+    let e = model(&custom(r#"<numeric name="spring_mass_scale" data="2"/>"#)).unwrap_err();
+    assert!(matches!(e, ModelError::CustomRange { value: 2.0, .. }), "{e}");
+    let e = model(&custom(r#"<numeric name="baumgarte_erp" data="0.1 0.2"/>"#)).unwrap_err();
+    assert_eq!(e.to_string(), "custom value `baumgarte_erp` has 2 numbers; expected 1");
+    // An unnamed body is named by its link index.
+    let e =
+        model(&world("<body><joint/><joint type=\"slide\"/><geom size=\"0.1\"/></body>", "")).unwrap_err();
+    assert!(e.to_string().starts_with("link `#0` has 2 joints"), "{e}");
+}
+
+#[test]
+fn bodies_nested_past_the_depth_limit_are_an_error_not_a_stack_overflow() {
+    // Regression: 6000 nested bodies overflowed the stack and aborted the process. 1001 levels are
+    // refused; the loader recurses per level, so run it on a thread with room for 1000.
+    let depth = 1001;
+    let body = "<body><joint/><geom size=\"0.1\"/>";
+    let xml = world(&format!("{}{}", body.repeat(depth), "</body>".repeat(depth)), "");
+    let e = std::thread::Builder::new()
+        .stack_size(256 << 20)
+        .spawn(move || error_of(&xml).to_string())
+        .unwrap()
+        .join()
+        .unwrap();
+    assert!(e.contains("nested more than 1000 deep"), "{e}");
+}

@@ -58,6 +58,10 @@ pub enum MjcfErrorKind {
         /// The accepted values.
         accepted: String,
     },
+    /// A value MuJoCo's compiler rejects (a non-positive geom size, a negative mass, an empty
+    /// limit range, a repeated name, ...): the message quotes MuJoCo's rule.
+    #[error("invalid: {0}")]
+    Invalid(String),
     /// A feature Brax rejects (ball joints, joint `ref`, ...) or that kiln does not model.
     #[error("unsupported: {0}")]
     Unsupported(String),

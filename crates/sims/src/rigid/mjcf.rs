@@ -57,6 +57,13 @@ const MOTOR_ATTRS: &[&str] =
 
 type Result<T> = std::result::Result<T, MjcfError>;
 
+/// MuJoCo's `mjMINVAL`: a moving body's mass and principal inertias must exceed it.
+const MIN_VALUE: f64 = 1e-15;
+
+/// Deepest body nesting the loader follows (it recurses per level; 6000 levels overflowed the
+/// stack and aborted the process).
+const MAX_BODY_DEPTH: usize = 1000;
+
 /// An attribute value and the line it was written on (its own element, or a `<default>`).
 type AttrMap = BTreeMap<String, (String, u32)>;
 
@@ -107,6 +114,8 @@ pub fn parse(file: &str, text: &str) -> Result<System> {
         },
         link_elements: Vec::new(),
         link_world: Vec::new(),
+        link_lines: Vec::new(),
+        class_names: Vec::new(),
         init_qpos_line: None,
     };
     parser.document(doc.root_element())?;
@@ -124,6 +133,10 @@ struct Parser<'d, 'i> {
     link_elements: Vec<Vec<MassElement>>,
     /// World pose of each link frame (for free joints' `qpos0`).
     link_world: Vec<Pose>,
+    /// Line of each link's `<body>` (for errors found when the link is complete).
+    link_lines: Vec<u32>,
+    /// Default classes defined so far (a repeated name is an error).
+    class_names: Vec<String>,
     init_qpos_line: Option<(u32, String)>,
 }
 
@@ -184,7 +197,8 @@ impl<'d, 'i> Parser<'d, 'i> {
     ) -> Result<Option<[f64; N]>> {
         let Some((text, line)) = self.get(node, defaults, name) else { return Ok(None) };
         let bad = || {
-            let expected = if exact { format!("{N} numbers") } else { format!("1 to {N} numbers") };
+            let expected =
+                if exact { format!("{N} finite numbers") } else { format!("1 to {N} finite numbers") };
             self.error_at(
                 node,
                 line,
@@ -196,7 +210,8 @@ impl<'d, 'i> Parser<'d, 'i> {
             .map(str::parse::<f64>)
             .collect::<std::result::Result<_, _>>()
             .map_err(|_| bad())?;
-        if values.is_empty() || values.len() > N || (exact && values.len() != N) {
+        let finite = values.iter().all(|v| v.is_finite());
+        if values.is_empty() || values.len() > N || (exact && values.len() != N) || !finite {
             return Err(bad());
         }
         let mut out = default;
@@ -251,13 +266,34 @@ impl<'d, 'i> Parser<'d, 'i> {
         }
     }
 
-    /// MuJoCo's `limited="true|false|auto"`: auto means "limited when a range is given".
-    fn limited(&self, node: Node, defaults: Option<&AttrMap>, name: &str, has_range: bool) -> Result<bool> {
-        Ok(match self.keyword(node, defaults, name, &["true", "false", "auto"])?.as_deref() {
+    /// MuJoCo's `limited="true|false|auto"` for the range attribute `range_name`: auto means
+    /// "limited when a range other than `0 0` is given" (MuJoCo's `hasrange`). A limited range must
+    /// have `range[0] < range[1]` (MuJoCo rejects the model otherwise). Returns the range when limited.
+    fn limited_range(
+        &self,
+        node: Node,
+        defaults: Option<&AttrMap>,
+        name: &str,
+        range_name: &str,
+    ) -> Result<Option<[f64; 2]>> {
+        let range = self.floats(node, defaults, range_name, [0.0; 2], true)?;
+        let limited = match self.keyword(node, defaults, name, &["true", "false", "auto"])?.as_deref() {
             Some("true") => true,
             Some("false") => false,
-            _ => has_range,
-        })
+            _ => range.is_some_and(|r| r != [0.0, 0.0]),
+        };
+        if !limited {
+            return Ok(None);
+        }
+        match range {
+            Some([lo, hi]) if lo < hi => Ok(Some([lo, hi])),
+            _ => Err(self.error(
+                node,
+                MjcfErrorKind::Invalid(format!(
+                    "`{name}` needs `{range_name}` with range[0] < range[1] (MuJoCo rejects the model otherwise)"
+                )),
+            )),
+        }
     }
 
     fn angle(&self, value: f64) -> f64 {
@@ -271,7 +307,10 @@ impl<'d, 'i> Parser<'d, 'i> {
         let axisangle = self.floats(node, defaults, "axisangle", [0.0; 4], true)?;
         match (quat, euler, axisangle) {
             (None, None, None) => Ok(QUAT_IDENTITY),
-            (Some(q), None, None) => Ok(quat_normalize(q)),
+            (Some(q), None, None) if norm([q[0], q[1], q[2]]).hypot(q[3]) > 0.0 => Ok(quat_normalize(q)),
+            (Some(_), None, None) => {
+                Err(self.error(node, MjcfErrorKind::Invalid("zero quaternion (MuJoCo rejects it)".into())))
+            }
             (None, Some(e), None) => Ok(quat_from_euler_xyz(e.map(|a| self.angle(a)))),
             (None, None, Some(a)) => Ok(quat_from_axis_angle([a[0], a[1], a[2]], self.angle(a[3]))),
             _ => Err(self
@@ -308,7 +347,7 @@ impl<'d, 'i> Parser<'d, 'i> {
         }
         for child in elements(root).filter(|c| c.has_tag_name("worldbody")) {
             self.check_attrs(child, &[], &[])?;
-            self.body_children(child, None, (([0.0; 3]), QUAT_IDENTITY), "main", None)?;
+            self.body_children(child, None, (([0.0; 3]), QUAT_IDENTITY), "main", None, 0)?;
         }
         for child in elements(root).filter(|c| c.has_tag_name("actuator")) {
             self.actuator(child)?;
@@ -389,6 +428,11 @@ impl<'d, 'i> Parser<'d, 'i> {
             None if top => "main".to_string(),
             None => return Err(self.error(node, MjcfErrorKind::MissingAttribute("class".into()))),
         };
+        if self.class_names.contains(&class) {
+            let msg = format!("repeated default class name `{class}` (MuJoCo rejects it)");
+            return Err(self.error(node, MjcfErrorKind::Invalid(msg)));
+        }
+        self.class_names.push(class.clone());
         let mut own = inherited.clone();
         for child in elements(node) {
             let (map, allowed, ignored) = match child.tag_name().name() {
@@ -422,6 +466,7 @@ impl<'d, 'i> Parser<'d, 'i> {
         frame: Pose,
         childclass: &str,
         inertial: Option<Node>,
+        depth: usize,
     ) -> Result<()> {
         let mut geom_mass = Vec::new();
         for child in elements(node) {
@@ -431,7 +476,7 @@ impl<'d, 'i> Parser<'d, 'i> {
                         geom_mass.push(e);
                     }
                 }
-                "body" => self.body(child, link, frame, childclass)?,
+                "body" => self.body(child, link, frame, childclass, depth + 1)?,
                 // Joints and inertial are read by `body` (the world body may have neither).
                 "joint" | "freejoint" | "inertial" if !node.has_tag_name("worldbody") => {}
                 name if IGNORED_ELEMENTS.contains(&name) => {}
@@ -459,7 +504,12 @@ impl<'d, 'i> Parser<'d, 'i> {
         parent: Option<usize>,
         parent_frame: Pose,
         childclass: &str,
+        depth: usize,
     ) -> Result<()> {
+        if depth > MAX_BODY_DEPTH {
+            let msg = format!("bodies nested more than {MAX_BODY_DEPTH} deep");
+            return Err(self.error(node, MjcfErrorKind::Unsupported(msg)));
+        }
         self.check_attrs(node, &["name", "pos", "quat", "euler", "axisangle", "childclass"], &[])?;
         let childclass = node.attribute("childclass").unwrap_or(childclass).to_string();
         self.class_defaults(node, &childclass)?; // an unknown childclass is an error here
@@ -470,7 +520,7 @@ impl<'d, 'i> Parser<'d, 'i> {
         let inertial = elements(node).find(|c| c.has_tag_name("inertial"));
         if joints.is_empty() {
             // Jointless: welded to the parent, so its geoms, mass and children join the parent link.
-            return self.body_children(node, parent, frame, &childclass, inertial);
+            return self.body_children(node, parent, frame, &childclass, inertial, depth);
         }
         let link = self.sys.links.names.len();
         let links = &mut self.sys.links;
@@ -481,10 +531,11 @@ impl<'d, 'i> Parser<'d, 'i> {
         self.link_elements.push(Vec::new());
         let parent_world = parent.map_or(([0.0; 3], QUAT_IDENTITY), |p| self.link_world[p]);
         self.link_world.push(compose(parent_world, frame));
+        self.link_lines.push(self.line(node));
         for joint in joints {
             self.joint(joint, link, &childclass)?;
         }
-        self.body_children(node, Some(link), ([0.0; 3], QUAT_IDENTITY), &childclass, inertial)
+        self.body_children(node, Some(link), ([0.0; 3], QUAT_IDENTITY), &childclass, inertial, depth)
     }
 
     fn inertial(&self, node: Node, frame: Pose) -> Result<MassElement> {
@@ -500,6 +551,9 @@ impl<'d, 'i> Parser<'d, 'i> {
         let mass = self
             .floats(node, None, "mass", [0.0], true)?
             .ok_or_else(|| self.error(node, MjcfErrorKind::MissingAttribute("mass".into())))?[0];
+        if mass < 0.0 {
+            return Err(self.error(node, MjcfErrorKind::Invalid("negative mass (MuJoCo rejects it)".into())));
+        }
         let local = match (
             self.floats(node, None, "diaginertia", [0.0; 3], true)?,
             self.floats(node, None, "fullinertia", [0.0; 6], true)?,
@@ -556,16 +610,28 @@ impl<'d, 'i> Parser<'d, 'i> {
                 }
             }
         };
+        if kind == JointType::Free && self.sys.links.parents[link].is_some() {
+            // kiln's kinematics takes a free joint's q as the body's world pose.
+            let msg = "a free joint on a body inside a moving body (MuJoCo: free joint can only be used on top level)";
+            return Err(self.error(node, MjcfErrorKind::Unsupported(msg.into())));
+        }
+        let name = node.attribute("name").unwrap_or_default().to_string();
+        if !name.is_empty() && self.sys.joints.names.contains(&name) {
+            let msg = format!("repeated joint name `{name}` (MuJoCo rejects it)");
+            return Err(self.error(node, MjcfErrorKind::Invalid(msg)));
+        }
         let axis = self.vec3(node, d, "axis", [0.0, 0.0, 1.0])?;
         if norm(axis) < 1e-12 && kind != JointType::Free {
             return Err(self.error(node, MjcfErrorKind::Unsupported("zero joint axis".into())));
         }
-        let range = self.floats(node, d, "range", [0.0; 2], true)?;
-        let limited = kind != JointType::Free && self.limited(node, d, "limited", range.is_some())?;
-        let range = match (limited, range) {
-            (true, Some(r)) if kind == JointType::Hinge => r.map(|a| self.angle(a)),
-            (true, Some(r)) => r,
-            _ => [0.0; 2],
+        // A free joint's range is ignored (MuJoCo).
+        let range =
+            if kind == JointType::Free { None } else { self.limited_range(node, d, "limited", "range")? };
+        let limited = range.is_some();
+        let range = match range {
+            Some(r) if kind == JointType::Hinge => r.map(|a| self.angle(a)),
+            Some(r) => r,
+            None => [0.0; 2],
         };
         let stiffness = self.float(node, d, "stiffness", 0.0)?;
         let damping = self.float(node, d, "damping", 0.0)?;
@@ -576,7 +642,7 @@ impl<'d, 'i> Parser<'d, 'i> {
         }
         let pos = self.vec3(node, d, "pos", [0.0; 3])?;
         let joints = &mut self.sys.joints;
-        joints.names.push(node.attribute("name").unwrap_or_default().to_string());
+        joints.names.push(name);
         joints.types.push(kind);
         joints.link.push(link);
         joints.pos.push(pos);
@@ -612,6 +678,12 @@ impl<'d, 'i> Parser<'d, 'i> {
             Some("box") => GeomType::Box,
             Some(other) => unreachable!("keyword accepted {other}"),
         };
+        let invalid = |msg: String| self.error(node, MjcfErrorKind::Invalid(msg));
+        if kind == GeomType::Plane && link.is_some() {
+            return Err(invalid(
+                "a plane on a moving body (MuJoCo: plane only allowed in static bodies)".into(),
+            ));
+        }
         let mut size = self.floats(node, d, "size", [0.0; 3], false)?;
         let fromto = self.floats(node, d, "fromto", [0.0; 6], true)?;
         let (pos, quat) = match fromto {
@@ -635,6 +707,16 @@ impl<'d, 'i> Parser<'d, 'i> {
             (_, Some(s)) => s,
             (_, None) => return Err(self.error(node, MjcfErrorKind::MissingAttribute("size".into()))),
         };
+        // The sizes the type uses (radius; radius and half-length; three half-sizes) must be positive.
+        let used = match kind {
+            GeomType::Plane => 0,
+            GeomType::Sphere => 1,
+            GeomType::Capsule => 2,
+            GeomType::Box => 3,
+        };
+        if let Some(i) = (0..used).find(|&i| size[i] <= 0.0) {
+            return Err(invalid(format!("size {i} must be positive in a {kind:?} geom (MuJoCo rejects it)")));
+        }
         let (pos, quat) = compose(frame, (pos, quat));
         let density = self.float(node, d, "density", 1000.0)?;
         let mass = match kind {
@@ -646,9 +728,19 @@ impl<'d, 'i> Parser<'d, 'i> {
                 }
             }
         };
+        if mass < 0.0 || density < 0.0 {
+            return Err(invalid("mass or density is negative in a geom (MuJoCo rejects it)".into()));
+        }
         let friction = self.floats(node, d, "friction", [1.0, 0.005, 0.0001], false)?;
         let solref = self.floats(node, d, "solref", [0.02, 1.0], false)?;
         let solimp = self.floats(node, d, "solimp", [0.9, 0.95, 0.001, 0.5, 2.0], false)?;
+        let contype = self.uint(node, d, "contype", 1)?;
+        let conaffinity = self.uint(node, d, "conaffinity", 1)?;
+        let condim = self.uint(node, d, "condim", 3)?;
+        if ![1, 3, 4, 6].contains(&condim) {
+            return Err(invalid(format!("condim {condim}: MuJoCo accepts 1, 3, 4 or 6")));
+        }
+        let margin = self.float(node, d, "margin", 0.0)?;
         let geoms = &mut self.sys.geoms;
         geoms.names.push(node.attribute("name").unwrap_or_default().to_string());
         geoms.types.push(kind);
@@ -660,10 +752,6 @@ impl<'d, 'i> Parser<'d, 'i> {
         geoms.solref.push(solref.unwrap_or([0.02, 1.0]));
         geoms.solimp.push(solimp.unwrap_or([0.9, 0.95, 0.001, 0.5, 2.0]));
         geoms.mass.push(mass);
-        let contype = self.uint(node, d, "contype", 1)?;
-        let conaffinity = self.uint(node, d, "conaffinity", 1)?;
-        let condim = self.uint(node, d, "condim", 3)?;
-        let margin = self.float(node, d, "margin", 0.0)?;
         let geoms = &mut self.sys.geoms;
         geoms.contype.push(contype);
         geoms.conaffinity.push(conaffinity);
@@ -688,7 +776,9 @@ impl<'d, 'i> Parser<'d, 'i> {
             let (joint_name, line) = self
                 .get(child, d, "joint")
                 .ok_or_else(|| self.error(child, MjcfErrorKind::MissingAttribute("joint".into())))?;
-            let joint = self.sys.joints.names.iter().position(|n| *n == joint_name).ok_or_else(|| {
+            // Unnamed joints cannot be referred to (`joint=""` names none of them).
+            let joint = self.sys.joints.names.iter().position(|n| !n.is_empty() && *n == joint_name);
+            let joint = joint.ok_or_else(|| {
                 self.error_at(
                     child,
                     line,
@@ -696,17 +786,15 @@ impl<'d, 'i> Parser<'d, 'i> {
                 )
             })?;
             let gear = self.floats(child, d, "gear", [1.0, 0.0, 0.0, 0.0, 0.0, 0.0], false)?;
-            let ctrl_range = self.floats(child, d, "ctrlrange", [0.0; 2], true)?;
-            let ctrl_limited = self.limited(child, d, "ctrllimited", ctrl_range.is_some())?;
-            let force_range = self.floats(child, d, "forcerange", [0.0; 2], true)?;
-            let force_limited = self.limited(child, d, "forcelimited", force_range.is_some())?;
+            let ctrl_range = self.limited_range(child, d, "ctrllimited", "ctrlrange")?;
+            let force_range = self.limited_range(child, d, "forcelimited", "forcerange")?;
             let acts = &mut self.sys.actuators;
             acts.names.push(child.attribute("name").unwrap_or_default().to_string());
             acts.joint.push(joint);
             acts.gear.push(gear.map_or(1.0, |g| g[0]));
-            acts.ctrl_limited.push(ctrl_limited);
+            acts.ctrl_limited.push(ctrl_range.is_some());
             acts.ctrl_range.push(ctrl_range.unwrap_or([0.0; 2]));
-            acts.force_limited.push(force_limited);
+            acts.force_limited.push(force_range.is_some());
             acts.force_range.push(force_range.unwrap_or([0.0; 2]));
         }
         Ok(())
@@ -714,8 +802,20 @@ impl<'d, 'i> Parser<'d, 'i> {
 
     /// Link masses and inertias, and the initial `q`.
     fn finish(&mut self, root: Node) -> Result<()> {
-        for elements in &self.link_elements {
+        for (link, elements) in self.link_elements.iter().enumerate() {
             let (mass, com, inertia, diag, iquat) = combine(elements);
+            if !(mass > MIN_VALUE && diag.iter().all(|&d| d > MIN_VALUE)) {
+                let msg = format!(
+                    "a moving body's mass ({mass}) and principal inertias ({diag:?}) must be larger than \
+                     {MIN_VALUE} (MuJoCo's mjMINVAL; give it a geom or an <inertial>)"
+                );
+                return Err(MjcfError {
+                    file: self.file.clone(),
+                    line: self.link_lines[link],
+                    element: "body".into(),
+                    kind: MjcfErrorKind::Invalid(msg),
+                });
+            }
             let links = &mut self.sys.links;
             links.mass.push(mass);
             links.com.push(com);

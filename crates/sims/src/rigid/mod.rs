@@ -19,6 +19,14 @@
 //! (`asset`, `texture`, `material`, `light`, `camera`, `site`, `size`), an empty `<tendon/>`, and the
 //! geom attributes `rgba`, `material`, `group`. Anything else, and ball joints (Brax rejects them),
 //! is an [`MjcfError`] naming the file, line and element.
+//!
+//! Models MuJoCo's compiler rejects are rejected too ([`MjcfErrorKind::Invalid`]), rather than
+//! simulated with different physics: a geom size its type uses that is not positive, a negative
+//! mass or density, a moving body whose mass or a principal inertia is not above `mjMINVAL`
+//! (1e-15), a free joint below the top level, a plane on a moving body, a zero quaternion,
+//! `condim` other than 1, 3, 4, 6, repeated default class or joint names, non-finite numbers, and
+//! a limited range (`limited`/`ctrllimited`/`forcelimited`) without `range[0] < range[1]`. As in
+//! MuJoCo, `limited="auto"` (the default) limits a joint when its `range` is given and not `0 0`.
 
 pub mod apg;
 pub mod envs;

@@ -27,7 +27,7 @@ pub enum ModelError {
         joints: usize,
     },
     /// A `<custom><numeric>` value with a length Brax would reject.
-    #[error("custom value `{name}` has {got} numbers; expected 1 or {expected} (one per {per})")]
+    #[error("custom value `{name}` has {got} numbers; expected {}", expected_counts(.expected, .per))]
     CustomSize {
         /// The numeric's name.
         name: String,
@@ -55,6 +55,24 @@ pub enum ModelError {
     /// The requested dtype is not a float dtype.
     #[error("rigid models need a float dtype (f32 or f64), not {0}")]
     NotFloat(DType),
+    /// The model has no moving body (no `<body>` with a joint): there is nothing to simulate.
+    #[error("the model has no moving body (a <body> with a joint); kiln's rigid pipelines need at least one")]
+    NoLinks,
+    /// A `<custom><numeric>` value outside the range Brax accepts.
+    #[error("custom value `{name}` = {value} is outside {range} (Brax rejects it)")]
+    CustomRange {
+        /// The numeric's name.
+        name: String,
+        /// The value given.
+        value: f64,
+        /// The accepted range, e.g. `[0, 1]`.
+        range: &'static str,
+    },
+}
+
+/// "1 or N (one per body)", or "1" when one number is all there can be.
+fn expected_counts(expected: &usize, per: &str) -> String {
+    if *expected == 1 { "1".to_string() } else { format!("1 or {expected} (one per {per})") }
 }
 
 /// A 1-DoF joint (hinge or slide), with the frames Brax derives from its axis.
@@ -325,21 +343,30 @@ fn contact_rows(sys: &System) -> Result<Vec<ContactRow>, ModelError> {
 }
 
 impl Model {
-    /// Builds the tensors of `sys` in `dtype` (f32 or f64). Errors: [`ModelError`] for links with
-    /// several joints other than a stack of 2 or 3 slides at one anchor, custom values of the wrong length, colliding geom pairs other than plane–sphere
-    /// and plane–capsule, or a non-float dtype.
+    /// Builds the tensors of `sys` in `dtype` (f32 or f64). Errors: [`ModelError`] for no moving
+    /// body, links with several joints other than a stack of 2 or 3 slides at one anchor, custom
+    /// values of the wrong length or (spring scales) outside `[0, 1]`, colliding geom pairs other
+    /// than plane–sphere and plane–capsule, or a non-float dtype.
     pub fn new(sys: &System, dtype: DType) -> Result<Model, ModelError> {
         if !matches!(dtype, DType::F32 | DType::F64) {
             return Err(ModelError::NotFloat(dtype));
         }
         let num_links = sys.links.names.len();
+        if num_links == 0 {
+            return Err(ModelError::NoLinks);
+        }
         let mut kinds = Vec::with_capacity(num_links);
         let mut joint_pos = Vec::with_capacity(num_links);
         for link in 0..num_links {
             let joints: Vec<usize> =
                 (0..sys.joints.link.len()).filter(|&j| sys.joints.link[j] == link).collect();
-            let stack_error =
-                || ModelError::JointStack { link: sys.links.names[link].clone(), joints: joints.len() };
+            // An unnamed body is named by its link index, as unnamed geoms are.
+            let link_name = if sys.links.names[link].is_empty() {
+                format!("#{link}")
+            } else {
+                sys.links.names[link].clone()
+            };
+            let stack_error = || ModelError::JointStack { link: link_name.clone(), joints: joints.len() };
             if let [first, ..] = joints[..]
                 && joints.len() > 1
             {
@@ -427,8 +454,24 @@ impl Model {
                 }),
             }
         };
-        let scalar = |name: &str, default: f64| {
-            sys.custom_value(name).and_then(|v| v.first().copied()).unwrap_or(default)
+        // Brax `mjcf.load_model`: a global custom value has exactly one number.
+        let scalar = |name: &str, default: f64| -> Result<f64, ModelError> {
+            match sys.custom_value(name) {
+                None => Ok(default),
+                Some([v]) => Ok(*v),
+                Some(v) => {
+                    Err(ModelError::CustomSize { name: name.into(), got: v.len(), expected: 1, per: "model" })
+                }
+            }
+        };
+        // Brax: "Spring inertia and mass scale must be in [0, 1]".
+        let unit_scalar = |name: &str| -> Result<f64, ModelError> {
+            let value = scalar(name, 0.0)?;
+            if (0.0..=1.0).contains(&value) {
+                Ok(value)
+            } else {
+                Err(ModelError::CustomRange { name: name.into(), value, range: "[0, 1]" })
+            }
         };
         let c = |shape: &[usize], data: &[f64]| constant(dtype, shape, data);
         let flat3 = |rows: &[[f64; 3]]| rows.concat();
@@ -469,14 +512,14 @@ impl Model {
             ctrl_hi: c(&[nu], &range(&a.ctrl_limited, &a.ctrl_range, 1)),
             force_lo: c(&[nu], &range(&a.force_limited, &a.force_range, 0)),
             force_hi: c(&[nu], &range(&a.force_limited, &a.force_range, 1)),
-            spring_mass_scale: c(&[], &[scalar("spring_mass_scale", 0.0)]),
-            spring_inertia_scale: c(&[], &[scalar("spring_inertia_scale", 0.0)]),
-            vel_damping: c(&[], &[scalar("vel_damping", 0.0)]),
-            ang_damping: c(&[], &[scalar("ang_damping", 0.0)]),
-            baumgarte_erp: c(&[], &[scalar("baumgarte_erp", 0.1)]),
-            joint_scale_pos: c(&[], &[scalar("joint_scale_pos", 0.5)]),
-            joint_scale_ang: c(&[], &[scalar("joint_scale_ang", 0.2)]),
-            collide_scale: c(&[], &[scalar("collide_scale", 1.0)]),
+            spring_mass_scale: c(&[], &[unit_scalar("spring_mass_scale")?]),
+            spring_inertia_scale: c(&[], &[unit_scalar("spring_inertia_scale")?]),
+            vel_damping: c(&[], &[scalar("vel_damping", 0.0)?]),
+            ang_damping: c(&[], &[scalar("ang_damping", 0.0)?]),
+            baumgarte_erp: c(&[], &[scalar("baumgarte_erp", 0.1)?]),
+            joint_scale_pos: c(&[], &[scalar("joint_scale_pos", 0.5)?]),
+            joint_scale_ang: c(&[], &[scalar("joint_scale_ang", 0.2)?]),
+            collide_scale: c(&[], &[scalar("collide_scale", 1.0)?]),
             geom_pos: c(&[ng, 3], &flat3(&sys.geoms.pos)),
             geom_rot: c(&[ng, 4], &flat4(&sys.geoms.quat)),
             geom_size: c(&[ng, 3], &flat3(&sys.geoms.size)),
