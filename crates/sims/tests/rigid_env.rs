@@ -298,3 +298,47 @@ fn jit_vmap_step_equals_single_steps_ant_and_pendulum() {
     check(InvertedPendulum::new(Pipeline::Spring, DType::F32).unwrap(), 5, 1e-6);
     check(Ant::new(Pipeline::Spring, DType::F64).unwrap(), 3, 1e-12);
 }
+
+#[test]
+fn keys_and_actions_of_the_wrong_type_are_errors_at_the_callers_line() {
+    // Regression (bad-input hunt): a `[2]` action for the one-actuator pendulum panicked in
+    // `at_add` "at crates/sims/src/rigid/spring/mod.rs:57", an f64 action in `mul` inside the env,
+    // a `u32[3]` key inside `reset`; none named the env or what it expected.
+    let env = InvertedPendulum::new(Pipeline::Spring, DType::F32).unwrap();
+    let s0 = env.reset(&random::key(0u32));
+    let here = |line: u32| format!("rigid_env.rs:{line}:");
+    let check = |err: kiln::Error, needles: &[&str]| {
+        let msg = err.to_string();
+        assert!(needles.iter().all(|n| msg.contains(n)), "{msg}");
+    };
+    let line = line!() + 1;
+    let err = trace(|a: Tensor| env.step(&s0, &a).obs, &Tensor::zeros(DType::F32, &[2])).unwrap_err();
+    check(err, &["InvertedPendulum::step", "the action must be f32[1]", &here(line)]);
+    let err = trace(|a: Tensor| env.step(&s0, &a).obs, &Tensor::zeros(DType::F64, &[1])).unwrap_err();
+    check(err, &["InvertedPendulum::step", "f32[1]"]);
+    let line = line!() + 1;
+    let err = trace(|k: Tensor| env.reset(&k).obs, &Tensor::zeros(DType::U32, &[3])).unwrap_err();
+    check(err, &["InvertedPendulum::reset", "the key must be u32[2]", &here(line)]);
+    // Batched: actions must be [batch_size, action_size] (a wrong batch was vmap's error, located
+    // in kiln's own source).
+    let batch = VmapWrapper { env: env.clone(), batch_size: 4 };
+    let states = batch.reset(&random::key(1u32));
+    let wrong = Tensor::zeros(DType::F32, &[3, 1]);
+    let line = line!() + 1;
+    let err = trace(|a: Tensor| batch.step(&states, &a).obs, &wrong).unwrap_err();
+    check(err, &["VmapWrapper::step", "the actions must be f32[4,1]", &here(line)]);
+    // Through a `dyn Env` too (the trait's methods track the caller), and in eager code as a panic
+    // naming the env.
+    let dynamic: &dyn Env = &env;
+    let line = line!() + 1;
+    let err = trace(|a: Tensor| dynamic.step(&s0, &a).obs, &Tensor::zeros(DType::F32, &[])).unwrap_err();
+    check(err, &["InvertedPendulum::step", &here(line)]);
+    let panic = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        env.step(&s0, &Tensor::zeros(DType::F32, &[2]));
+    }))
+    .unwrap_err();
+    let msg = panic.downcast_ref::<String>().cloned().unwrap_or_default();
+    assert!(msg.contains("InvertedPendulum::step") && msg.contains("rigid_env.rs"), "{msg}");
+    // The right types still step.
+    assert_eq!(env.step(&s0, &Tensor::zeros(DType::F32, &[1])).obs.shape().dims(), &[4]);
+}

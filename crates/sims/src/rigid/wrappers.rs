@@ -7,7 +7,7 @@
 //! batch comes from `vmap` (so `done` is a scalar here and `where(done, first, state)` needs no
 //! reshaping, where Brax's batched version reshapes `done` per leaf).
 
-use super::envs::{Env, EnvState, FirstState};
+use super::envs::{Env, EnvState, FirstState, expect_key, expect_type};
 use kiln::prelude::*;
 use kiln::random;
 
@@ -179,19 +179,29 @@ pub struct VmapWrapper<E> {
 }
 
 impl<E: Env> VmapWrapper<E> {
-    /// Resets the batch from `keys: u32[batch, 2]` (one key per environment).
+    /// Resets the batch from `keys: u32[batch_size, 2]` (one key per environment); other key types
+    /// are a kiln error at the caller's line.
+    #[track_caller]
     pub fn reset_keys(&self, keys: &Tensor) -> EnvState {
-        vmap(|k: Tensor| self.env.reset(&k), 0, 0)(keys.clone())
+        let keys =
+            expect_type("VmapWrapper::reset_keys", "the keys", keys, DType::U32, &[self.batch_size, 2]);
+        vmap(|k: Tensor| self.env.reset(&k), 0, 0)(keys)
     }
 }
 
 impl<E: Env> Env for VmapWrapper<E> {
+    #[track_caller]
     fn reset(&self, key: &Tensor) -> EnvState {
-        self.reset_keys(&random::split(key, self.batch_size))
+        let key = expect_key("VmapWrapper::reset", key);
+        self.reset_keys(&random::split(&key, self.batch_size))
     }
 
+    /// Steps every environment: `action: [batch_size, action_size]`.
+    #[track_caller]
     fn step(&self, state: &EnvState, action: &Tensor) -> EnvState {
-        vmap(|(s, a): (EnvState, Tensor)| self.env.step(&s, &a), (0, 0), 0)((state.clone(), action.clone()))
+        let dims = [self.batch_size, self.env.action_size()];
+        let action = expect_type("VmapWrapper::step", "the actions", action, self.env.dtype(), &dims);
+        vmap(|(s, a): (EnvState, Tensor)| self.env.step(&s, &a), (0, 0), 0)((state.clone(), action))
     }
 
     fn observation_size(&self) -> usize {

@@ -77,7 +77,9 @@ impl Ant {
 }
 
 impl Env for Ant {
+    #[track_caller]
     fn reset(&self, key: &Tensor) -> EnvState {
+        let key = &super::expect_key("Ant::reset", key);
         let keys = random::split(key, 3);
         let dtype = self.base.model.dtype();
         let (nq, nv) = (self.base.init_q.len(), self.base.nv());
@@ -96,7 +98,9 @@ impl Env for Ant {
         }
     }
 
+    #[track_caller]
     fn step(&self, state: &EnvState, action: &Tensor) -> EnvState {
+        let action = &super::expect_action("Ant::step", self, action);
         let ps0 = &state.pipeline_state;
         let ps = self.base.pipeline_step(ps0, action);
         let torso = ps.x.pos.index(0);

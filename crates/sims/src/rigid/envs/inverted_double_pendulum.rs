@@ -64,7 +64,9 @@ impl InvertedDoublePendulum {
 }
 
 impl Env for InvertedDoublePendulum {
+    #[track_caller]
     fn reset(&self, key: &Tensor) -> EnvState {
+        let key = &super::expect_key("InvertedDoublePendulum::reset", key);
         let keys = random::split(key, 3);
         let dtype = self.base.model.dtype();
         let (nq, nv) = (self.base.init_q.len(), self.base.nv());
@@ -82,7 +84,9 @@ impl Env for InvertedDoublePendulum {
         }
     }
 
+    #[track_caller]
     fn step(&self, state: &EnvState, action: &Tensor) -> EnvState {
+        let action = &super::expect_action("InvertedDoublePendulum::step", self, action);
         let ps = self.base.pipeline_step(&state.pipeline_state, action);
         let tip = Self::tip(&ps);
         let (x, y) = (tip.index(0), tip.index(2));

@@ -60,7 +60,9 @@ impl InvertedPendulum {
 }
 
 impl Env for InvertedPendulum {
+    #[track_caller]
     fn reset(&self, key: &Tensor) -> EnvState {
+        let key = &super::expect_key("InvertedPendulum::reset", key);
         let pipeline_state = self.reset_pipeline(key);
         let obs = Self::observe(&pipeline_state);
         EnvState {
@@ -73,7 +75,9 @@ impl Env for InvertedPendulum {
         }
     }
 
+    #[track_caller]
     fn step(&self, state: &EnvState, action: &Tensor) -> EnvState {
+        let action = &super::expect_action("InvertedPendulum::step", self, action);
         let pipeline_state = self.base.pipeline_step(&state.pipeline_state, &self.controls(action));
         let obs = Self::observe(&pipeline_state);
         let angle = obs.index(1).abs();

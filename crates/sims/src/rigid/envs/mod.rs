@@ -134,10 +134,15 @@ pub struct EnvState {
 }
 
 /// Brax's `Env`: pure `reset`/`step` on one environment's [`EnvState`] (batch with `vmap`).
+///
+/// A key or action of the wrong shape or dtype is a kiln error at the caller's line (recorded in
+/// the trace, or a panic in eager code), naming the environment and the expected type.
 pub trait Env {
     /// Brax `reset(rng)`: a fresh state from the `u32[2]` key (reset noise drawn with it).
+    #[track_caller]
     fn reset(&self, key: &Tensor) -> EnvState;
-    /// Brax `step(state, action)`: one env step under `action: [action_size]`.
+    /// Brax `step(state, action)`: one env step under `action: [action_size]` of the env's dtype.
+    #[track_caller]
     fn step(&self, state: &EnvState, action: &Tensor) -> EnvState;
     /// Length of the observation vector.
     fn observation_size(&self) -> usize;
@@ -279,6 +284,31 @@ pub fn make(name: EnvName, pipeline: Pipeline, dtype: DType) -> Result<Box<dyn E
         EnvName::Ant => Box::new(Ant::new(pipeline, dtype)?),
         EnvName::Reacher => Box::new(Reacher::new(pipeline, dtype)?),
     })
+}
+
+/// `x` when it has `dtype` and `dims`; otherwise reports a kiln error of `op` at the caller's line
+/// (a panic in eager code) and returns a stand-in of the expected type, so a trace can go on to its
+/// end (its first error is the one reported).
+#[track_caller]
+pub(crate) fn expect_type(op: &str, what: &str, x: &Tensor, dtype: DType, dims: &[usize]) -> Tensor {
+    if x.dtype() == dtype && x.shape().dims() == dims {
+        return x.clone();
+    }
+    let expected = kiln::ir::TensorType::new(dtype, dims);
+    kiln_trace::report_error(op, &[x], format!("{what} must be {expected}"));
+    kiln_trace::stand_in(&expected)
+}
+
+/// [`expect_type`] for a reset key: `u32[2]`.
+#[track_caller]
+pub(crate) fn expect_key(op: &str, key: &Tensor) -> Tensor {
+    expect_type(op, "the key", key, DType::U32, &[2])
+}
+
+/// [`expect_type`] for one environment's action: `[action_size]` of the env's dtype.
+#[track_caller]
+pub(crate) fn expect_action(op: &str, env: &impl Env, action: &Tensor) -> Tensor {
+    expect_type(op, "the action", action, env.dtype(), &[env.action_size()])
 }
 
 /// `jnp.where(c, a, b)` for scalars of `like`'s dtype.

@@ -101,7 +101,9 @@ impl Reacher {
 }
 
 impl Env for Reacher {
+    #[track_caller]
     fn reset(&self, key: &Tensor) -> EnvState {
+        let key = &super::expect_key("Reacher::reset", key);
         let pipeline_state = self.reset_pipeline(key);
         let obs = Self::observe(&pipeline_state);
         EnvState {
@@ -114,7 +116,9 @@ impl Env for Reacher {
         }
     }
 
+    #[track_caller]
     fn step(&self, state: &EnvState, action: &Tensor) -> EnvState {
+        let action = &super::expect_action("Reacher::step", self, action);
         let ps = self.base.pipeline_step(&state.pipeline_state, action);
         let obs = Self::observe(&ps);
         let tip_to_target = obs.slice_axis(0, Some(8), None, 1);
