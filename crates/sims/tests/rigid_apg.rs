@@ -33,3 +33,18 @@ fn apg_balances_the_pendulum_to_95_percent_of_the_best_possible_return() {
     assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[test]
+fn a_truncation_that_does_not_divide_the_horizon_is_an_args_error() {
+    // Regression (bad-input hunt): `train` panicked in `episode_return` ("truncation 7 must divide
+    // the horizon 20") although its errors are `ApgError` and `Args` exists for this.
+    use kiln_sims::rigid::apg::ApgError;
+    for k in [7, 0] {
+        let args = ApgArgs { horizon: 20, truncation: Some(k), ..ApgArgs::default() };
+        let err = train(&args).err().expect("an error");
+        assert!(
+            matches!(err, ApgError::Args(_)) && err.to_string().contains("divide the horizon 20"),
+            "{err}"
+        );
+    }
+}

@@ -184,6 +184,12 @@ pub fn train(args: &ApgArgs) -> Result<ApgResult, ApgError> {
     if args.batch == 0 || args.batch > u32::MAX as usize {
         return Err(ApgError::Args(format!("batch {}: must be in 1..=2^32-1 environments", args.batch)));
     }
+    if let Some(k) = args.truncation
+        && (k == 0 || !args.horizon.is_multiple_of(k))
+    {
+        let msg = format!("truncation {k}: must be positive and divide the horizon {}", args.horizon);
+        return Err(ApgError::Args(msg));
+    }
     let env = InvertedPendulum::new(Pipeline::Spring, args.dtype)?;
     let key = random::key(args.seed);
     let [policy_key, reset_key] = random::split2(&key);
