@@ -329,8 +329,9 @@ fn models_mujoco_rejects_are_errors_not_silently_different_physics() {
 #[test]
 fn limited_auto_follows_mujoco_and_limited_ranges_must_be_increasing() {
     // Regression: `limited="auto"` meant "a range attribute is present", so `range="0 0"` locked the
-    // joint (MuJoCo: unlimited) and `range="30 -30"` or `limited="true"` without a range gave a
-    // backwards or empty limit; `ctrlrange="1 -1"` turned a control of 0.5 into -1.
+    // joint and `range="30 -30"` gave a backwards limit (MuJoCo 4.0.1 leaves both unlimited), and
+    // `limited="true"` without a range locked it (MuJoCo rejects it); `ctrlrange="1 -1"` turned a
+    // control of 0.5 into -1. Each expectation below is what MuJoCo 4.0.1 does with the same XML.
     let joint =
         |attrs: &str| world(&format!("<body><geom size=\"0.1\"/>\n<joint name=\"j\" {attrs}/></body>"), "");
     let sys = System::from_mjcf_str("ok.xml", &joint(r#"range="0 0""#)).unwrap();
@@ -340,15 +341,35 @@ fn limited_auto_follows_mujoco_and_limited_ranges_must_be_increasing() {
     close(sys.joints.range[0][1], PI / 6.0, 1e-12);
     let sys = System::from_mjcf_str("ok.xml", &joint(r#"range="-30 30" limited="false""#)).unwrap();
     assert!(!sys.joints.limited[0]);
-    invalid(&joint(r#"range="30 -30""#), 4, "range[0] < range[1]");
+    let sys = System::from_mjcf_str("ok.xml", &joint(r#"range="30 -30""#)).unwrap();
+    assert!(!sys.joints.limited[0]);
     invalid(&joint(r#"limited="true""#), 4, "range[0] < range[1]");
+    invalid(&joint(r#"limited="true" range="30 -30""#), 4, "range[0] < range[1]");
     let motor =
         |attrs: &str| world(PENDULUM, &format!("<actuator>\n<motor joint=\"hinge\" {attrs}/></actuator>"));
     invalid(&motor(r#"ctrllimited="true""#), 6, "ctrlrange");
-    invalid(&motor(r#"ctrlrange="1 -1""#), 6, "ctrlrange");
-    invalid(&motor(r#"forcerange="2 2""#), 6, "forcerange");
-    let sys = System::from_mjcf_str("ok.xml", &motor(r#"ctrlrange="0 0" gear="3""#)).unwrap();
-    assert!(!sys.actuators.ctrl_limited[0]);
+    invalid(&motor(r#"ctrllimited="true" ctrlrange="1 -1""#), 6, "ctrlrange");
+    invalid(&motor(r#"forcelimited="true" forcerange="2 2""#), 6, "forcerange");
+    for attrs in [r#"ctrlrange="0 0""#, r#"ctrlrange="1 -1""#, r#"forcerange="2 2""#] {
+        let sys = System::from_mjcf_str("ok.xml", &motor(attrs)).unwrap();
+        assert!(!sys.actuators.ctrl_limited[0] && !sys.actuators.force_limited[0], "{attrs}");
+    }
+    let sys = System::from_mjcf_str("ok.xml", &motor(r#"ctrlrange="-1 2""#)).unwrap();
+    assert!(sys.actuators.ctrl_limited[0] && sys.actuators.ctrl_range[0] == [-1.0, 2.0]);
+}
+
+#[test]
+fn an_orientation_on_the_element_replaces_its_default_classs() {
+    // Regression: a class's `euler` with the geom's own `quat` was "more than one of quat, euler,
+    // axisangle"; MuJoCo 4.0.1 uses the geom's quat (identity here) and ignores the class's.
+    let xml = "<mujoco><default><geom euler=\"0 0 90\"/></default><worldbody>\n<body><joint/>\
+               <geom type=\"box\" size=\"0.1 0.2 0.3\" quat=\"1 0 0 0\"/>\
+               <geom type=\"box\" size=\"0.1 0.2 0.3\"/></body></worldbody></mujoco>";
+    let sys = System::from_mjcf_str("ok.xml", xml).unwrap();
+    assert_eq!(sys.geoms.quat[0], [1.0, 0.0, 0.0, 0.0]);
+    let half = std::f64::consts::FRAC_1_SQRT_2;
+    let q = sys.geoms.quat[1];
+    assert!((q[0] - half).abs() < 1e-12 && (q[3] - half).abs() < 1e-12, "the class's euler: {q:?}");
 }
 
 #[test]

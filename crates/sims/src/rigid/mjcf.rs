@@ -267,8 +267,9 @@ impl<'d, 'i> Parser<'d, 'i> {
     }
 
     /// MuJoCo's `limited="true|false|auto"` for the range attribute `range_name`: auto means
-    /// "limited when a range other than `0 0` is given" (MuJoCo's `hasrange`). A limited range must
-    /// have `range[0] < range[1]` (MuJoCo rejects the model otherwise). Returns the range when limited.
+    /// "limited when a range with `range[0] < range[1]` is given" (MuJoCo 4 leaves `0 0` and
+    /// backwards ranges unlimited); `true` needs such a range (MuJoCo rejects the model otherwise).
+    /// Returns the range when limited.
     fn limited_range(
         &self,
         node: Node,
@@ -280,7 +281,7 @@ impl<'d, 'i> Parser<'d, 'i> {
         let limited = match self.keyword(node, defaults, name, &["true", "false", "auto"])?.as_deref() {
             Some("true") => true,
             Some("false") => false,
-            _ => range.is_some_and(|r| r != [0.0, 0.0]),
+            _ => range.is_some_and(|[lo, hi]| lo < hi),
         };
         if !limited {
             return Ok(None);
@@ -300,8 +301,12 @@ impl<'d, 'i> Parser<'d, 'i> {
         if self.angle_degree { value.to_radians() } else { value }
     }
 
-    /// Orientation from `quat`, `euler` or `axisangle` (at most one), identity when none.
+    /// Orientation from `quat`, `euler` or `axisangle` (at most one), identity when none. One
+    /// written on the element replaces any from its default class (MuJoCo: a geom with its own
+    /// `quat` ignores a class's `euler`).
     fn orientation(&self, node: Node, defaults: Option<&AttrMap>) -> Result<Quat> {
+        let own = ["quat", "euler", "axisangle"].iter().any(|a| node.has_attribute(*a));
+        let defaults = if own { None } else { defaults };
         let quat = self.floats(node, defaults, "quat", QUAT_IDENTITY, true)?;
         let euler = self.floats(node, defaults, "euler", [0.0; 3], true)?;
         let axisangle = self.floats(node, defaults, "axisangle", [0.0; 4], true)?;

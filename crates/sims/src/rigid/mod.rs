@@ -25,8 +25,9 @@
 //! mass or density, a moving body whose mass or a principal inertia is not above `mjMINVAL`
 //! (1e-15), a free joint below the top level, a plane on a moving body, a zero quaternion,
 //! `condim` other than 1, 3, 4, 6, repeated default class or joint names, non-finite numbers, and
-//! a limited range (`limited`/`ctrllimited`/`forcelimited`) without `range[0] < range[1]`. As in
-//! MuJoCo, `limited="auto"` (the default) limits a joint when its `range` is given and not `0 0`.
+//! `limited`/`ctrllimited`/`forcelimited="true"` without a range with `range[0] < range[1]`. As in
+//! MuJoCo, `"auto"` (the default) limits when such a range is given (`0 0` or a backwards range
+//! leaves it unlimited), and an orientation written on an element replaces its class's.
 
 pub mod apg;
 pub mod envs;
