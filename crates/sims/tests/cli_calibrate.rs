@@ -133,6 +133,64 @@ fn too_many_prediction_weeks_for_the_window() {
 }
 
 #[test]
+fn overflowing_counts_and_an_lr_beyond_f32_are_named() {
+    // `b + 1 + horizon` and `7 (weeks − 1)` used to wrap (a slice panic, a capacity overflow).
+    fails_cleanly(
+        "horizon-max",
+        &["--horizon", "18446744073709551615"],
+        &["--horizon 18446744073709551615: at most 3650 days"],
+    );
+    fails_cleanly(
+        "weeks-max",
+        &["--prediction-weeks", "18446744073709551615"],
+        &[
+            "--prediction-weeks: 18446744073709551615 prediction weeks",
+            "before its start 2020-03-15",
+            "at most 6 prediction weeks",
+        ],
+    );
+    // 1e39 is finite as f64 but not as the f32 the parameters are (it made the loss NaN).
+    fails_cleanly(
+        "lr-f32",
+        &["--lr", "1e39"],
+        &["--lr 1000000000000000000000000000000000000000: must be a finite positive number, also as f32"],
+    );
+    // 10^12 epochs used to reserve 4 TB of losses and abort; now the fit starts, and this series
+    // (1e300 deaths, inf as f32) stops it at its first loss.
+    let data = scratch("epochs-data");
+    let csv = data.join("deaths.csv");
+    let rows: String = (1..=20).map(|d| format!("2020-03-{d:02},1e300\n")).collect();
+    std::fs::write(&csv, format!("date,deaths\n{rows}")).unwrap();
+    fails_cleanly(
+        "epochs-huge",
+        &[
+            "--data",
+            csv.to_str().unwrap(),
+            "--epochs",
+            "1000000000000",
+            "--agents",
+            "500",
+            "--horizon",
+            "7",
+            "--prediction-weeks",
+            "1",
+        ],
+        &["the loss became inf at epoch 0"],
+    );
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn an_unwritable_out_is_refused_before_training() {
+    // /proc takes no new folders, even for root.
+    let o = kiln_sims(&["calibrate", "--out", "/proc/kiln-sims-no-out", "--epochs", "30"]);
+    let (stdout, stderr) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    assert!(!o.status.success(), "{stderr}");
+    assert!(stderr.contains("--out /proc/kiln-sims-no-out: cannot create a folder in /proc: "), "{stderr}");
+    assert!(!stdout.contains("kiln-sims calibrate:"), "reported only after starting: {stdout}");
+}
+
+#[test]
 fn draw_counts_that_cannot_be_simulated_are_refused_before_training() {
     fails_cleanly("fensemble0", &["--forecast-ensemble", "0"], &["--forecast-ensemble 0: must be positive"]);
     // 10^9 draws of Franklin's 70,916 agents: 258 TiB for one f32 each, past a 47/48-bit address

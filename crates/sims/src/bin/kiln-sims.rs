@@ -37,6 +37,8 @@ const FRANKLIN: u32 = 25011;
 const DEFAULT_SYNTHETIC_AGENTS: usize = 100_000;
 /// The default flu region (the state whose ILI is fitted).
 const DEFAULT_REGION: &str = "MA";
+/// The longest `--horizon`: ten years of days (it also keeps the day arithmetic from overflowing).
+const MAX_HORIZON_DAYS: usize = 3650;
 
 #[derive(Parser)]
 #[command(
@@ -205,7 +207,8 @@ struct CalibrateArgs {
     /// 201750, else the horizon before the last week].
     #[arg(long, value_name = "DATE")]
     end: Option<String>,
-    /// Days to forecast after each training window (flu: a multiple of 7; 28 = 4 weeks).
+    /// Days to forecast after each training window (flu: a multiple of 7; 28 = 4 weeks; at most
+    /// 3650).
     #[arg(long, default_value_t = 28, allow_hyphen_values = true)]
     horizon: usize,
     /// Noise seeds simulated per optimizer step (the loss compares their mean curve).
@@ -317,6 +320,9 @@ fn check_inputs(args: &CalibrateArgs) -> Result<Inputs, String> {
             return Err(format!("{flag} 0: must be positive"));
         }
     }
+    if args.horizon > MAX_HORIZON_DAYS {
+        return Err(format!("--horizon {}: at most {MAX_HORIZON_DAYS} days (ten years)", args.horizon));
+    }
     check_lr(args.lr)?;
     let flu = args.disease == Disease::Flu;
     if !flu && args.region.is_some() {
@@ -326,6 +332,7 @@ fn check_inputs(args: &CalibrateArgs) -> Result<Inputs, String> {
         return Err(format!("--horizon {}: flu forecasts whole weeks, use a multiple of 7", args.horizon));
     }
     check_out(&args.out)?;
+    check_out_writable(&args.out)?;
 
     let ages_file = data::bundled("gradabm_ma_county_age_groups.csv");
     let county = data::load_county_age_groups(&ages_file, args.county).map_err(data_err)?;
@@ -421,12 +428,18 @@ fn check_draws(args: &CalibrateArgs, agents: usize) -> Result<(), String> {
     Ok(())
 }
 
-/// A learning rate must be a finite positive number.
+/// A learning rate must be a finite positive number, also as the f32 the parameters are (1e39
+/// would pass as f64 and turn the loss NaN; 1e-50 would be 0).
 fn check_lr(lr: f64) -> Result<(), String> {
-    if lr > 0.0 && lr.is_finite() {
+    let as_f32 = lr as f32;
+    if lr > 0.0 && lr.is_finite() && as_f32 > 0.0 && as_f32.is_finite() {
         Ok(())
     } else {
-        Err(format!("--lr {lr}: must be a finite positive number"))
+        Err(format!(
+            "--lr {lr}: must be a finite positive number, also as f32 (between {:e} and {:e})",
+            f32::from_bits(1),
+            f32::MAX
+        ))
     }
 }
 
@@ -458,6 +471,31 @@ fn check_out_for(out: &Path, outputs: &[&str]) -> Result<(), String> {
             }
             Ok(())
         }
+    }
+}
+
+/// `--out` must be a place the outputs can be written to: checked before training (as rollout's
+/// `--json`), so that an unwritable place is reported at once rather than after every fit. Creates
+/// and removes a probe folder in the nearest folder that exists (the staging folder's, if `--out`'s
+/// parent exists); nothing is left behind.
+fn check_out_writable(out: &Path) -> Result<(), String> {
+    let parent = out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let Some(existing) = parent.ancestors().find(|a| a.as_os_str().is_empty() || a.exists()) else {
+        return Ok(()); // nothing exists up to the root: creating it will report the error
+    };
+    let existing = if existing.as_os_str().is_empty() { Path::new(".") } else { existing };
+    let err = |why: String| Err(format!("--out {}: {why}", out.display()));
+    if !existing.is_dir() {
+        return err(format!("{} is not a folder", existing.display()));
+    }
+    let name = out.file_name().map_or("out".into(), |n| n.to_string_lossy().into_owned());
+    let probe = existing.join(format!(".{name}.kiln-sims-tmp-{}", std::process::id()));
+    match std::fs::create_dir(&probe) {
+        Ok(()) => {
+            let _ = std::fs::remove_dir(&probe);
+            Ok(())
+        }
+        Err(e) => err(format!("cannot create a folder in {}: {e}", existing.display())),
     }
 }
 
@@ -731,7 +769,8 @@ fn run_calibrate(args: &CalibrateArgs) -> Result<(), String> {
         inputs.warm_epochs,
     );
 
-    let total = inputs.epochs + (k - 1) * inputs.warm_epochs;
+    // Saturating: huge --epochs/--warm-epochs are valid counts, only the progress bar's total.
+    let total = inputs.epochs.saturating_add((k - 1).saturating_mul(inputs.warm_epochs));
     let bar = ProgressBar::new(total as u64);
     bar.set_style(
         ProgressStyle::with_template(

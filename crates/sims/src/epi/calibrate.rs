@@ -120,7 +120,22 @@ impl RawParams {
     /// The model's parameters for `weeks` weeks: squashed into `bounds`, the last value repeated
     /// for weeks past the given ones. Works on tracers (inside the training step) and concrete
     /// tensors.
+    ///
+    /// # Errors
+    /// `r0` or `mortality` with no value (e.g. `RawParams::middle(0, 0)`) is reported as a kiln
+    /// error at the caller's line.
+    #[track_caller]
     pub fn bounded(&self, bounds: &CovidBounds, weeks: usize) -> CovidParams {
+        // Checked here: the repetition below would fail inside this function, pointing into it.
+        let empty = |t: &Tensor| t.shape().dims().first() == Some(&0);
+        if empty(&self.r0) || empty(&self.mortality) {
+            let msg = format!(
+                "r0 and mortality need at least one value each to fill {weeks} weeks; got {}, {}",
+                self.r0.ty(),
+                self.mortality.ty()
+            );
+            kiln_trace::report_error("epi::RawParams::bounded", &[&self.r0, &self.mortality], msg);
+        }
         let per_week = |raw: &Tensor, b| {
             let v = squash(raw, b);
             let given = v.shape().dims().first().copied().unwrap_or(1).max(1);
@@ -300,9 +315,10 @@ pub fn identifiable_r0_weeks(days: usize) -> usize {
 ///
 /// # Errors
 /// [`CalibrateError::Config`] for zero epochs, an ensemble [`check_ensemble`] refuses, a
-/// non-positive or non-finite learning rate, scale or clip norm, targets whose length is not the
-/// model's days, or a loss that becomes non-finite; [`CalibrateError::Kiln`] if tracing, compiling
-/// or running fails.
+/// non-positive or non-finite learning rate (as f32), scale or clip norm, bounds that are not
+/// finite, are reversed or leave the parameter's domain (R0 >= 0, mortality in [0, 1], initial %
+/// in [0, 100]), targets whose length is not the model's days, or a loss that becomes non-finite;
+/// [`CalibrateError::Kiln`] if tracing, compiling or running fails.
 pub fn fit(
     model: &CovidModel,
     targets: &Targets,
@@ -372,7 +388,8 @@ impl Descent {
         mut on_epoch: impl FnMut(usize, f32),
     ) -> Result<(P, Vec<f32>), CalibrateError> {
         let mut adam = Adam::new(self.lr);
-        let mut losses = Vec::with_capacity(self.epochs);
+        // Not `with_capacity(epochs)`: a huge epoch count would abort on allocation before any step.
+        let mut losses = Vec::new();
         for epoch in 0..self.epochs {
             let (value, grads) = value_and_grad(&raw, epoch)?;
             let value = value.item::<f32>();
@@ -428,12 +445,16 @@ fn check_config(model: &CovidModel, targets: &Targets, config: &FitConfig) -> Re
     }
     check_ensemble(config.ensemble, model.num_agents())?;
     let positive = |x: f64| x > 0.0 && x.is_finite();
-    if !positive(config.lr) || !positive(config.clip_norm) || !positive(f64::from(config.scale)) {
+    if !positive_f32(config.lr) || !positive(config.clip_norm) || !positive(f64::from(config.scale)) {
         return bad(format!(
-            "lr ({}), clip_norm ({}) and scale ({}) must be positive and finite",
+            "lr ({}), clip_norm ({}) and scale ({}) must be positive and finite (lr as f32)",
             config.lr, config.clip_norm, config.scale
         ));
     }
+    let b = &config.bounds;
+    check_bounds("bounds.r0", b.r0, (0.0, f32::INFINITY))?;
+    check_bounds("bounds.mortality", b.mortality, (0.0, 1.0))?;
+    check_bounds("bounds.initial_pct", b.initial_pct, (0.0, 100.0))?;
     let t = targets.days();
     if t != model.days || targets.infections.shape().dims() != [t] || t == 0 {
         return bad(format!(
@@ -444,6 +465,30 @@ fn check_config(model: &CovidModel, targets: &Targets, config: &FitConfig) -> Re
         ));
     }
     Ok(())
+}
+
+/// Whether `x` is positive and finite once rounded to f32 (the parameters' dtype: an Adam learning
+/// rate of 1e39 passes as f64 but is inf as f32, and 1e-50 is 0).
+pub(crate) fn positive_f32(x: f64) -> bool {
+    let x = x as f32;
+    x > 0.0 && x.is_finite()
+}
+
+/// A parameter's bounds `(min, max)` must be finite, `min <= max` (equal bounds fix the value)
+/// and inside the parameter's `domain`: reversed or NaN bounds would otherwise only show as a
+/// NaN loss.
+pub(crate) fn check_bounds(
+    name: &str,
+    (min, max): (f32, f32),
+    domain: (f32, f32),
+) -> Result<(), CalibrateError> {
+    if min.is_finite() && max.is_finite() && min <= max && domain.0 <= min && max <= domain.1 {
+        return Ok(());
+    }
+    Err(CalibrateError::Config(format!(
+        "{name} ({min}, {max}): must be finite bounds (min, max) with min <= max, within [{}, {}]",
+        domain.0, domain.1
+    )))
 }
 
 /// `params` for `days` days: weeks past the given ones repeat the last given week (the forecast's

@@ -82,20 +82,19 @@ impl CsvFile {
         csv_error(&self.path, e)
     }
 
-    /// Calls `f(line, record)` for every record.
+    /// Calls `f(record)` for every record; its error is located at the record's line.
     fn for_each(
         &mut self,
-        mut f: impl FnMut(u64, &csv::StringRecord) -> Result<(), String>,
+        mut f: impl FnMut(&csv::StringRecord) -> Result<(), String>,
     ) -> Result<(), DataError> {
         let mut record = csv::StringRecord::new();
         loop {
             match self.reader.read_record(&mut record) {
                 Ok(false) => return Ok(()),
                 Ok(true) => {
-                    let line = record.position().map_or(0, csv::Position::line);
-                    f(line, &record).map_err(|message| DataError::Line {
+                    f(&record).map_err(|message| DataError::Line {
                         path: self.path.clone(),
-                        line,
+                        line: line_of(&self.path, record.position()),
                         message,
                     })?;
                 }
@@ -112,11 +111,37 @@ impl CsvFile {
 /// A CSV reader's error in `path`: a failed read (a folder, a device error) as [`DataError::Open`],
 /// which names no line (the reader reports line 1 when it has read nothing), else at its line.
 pub(crate) fn csv_error(path: &Path, e: csv::Error) -> DataError {
-    let (line, message) = (e.position().map_or(0, csv::Position::line), e.to_string());
+    let line = line_of(path, e.position());
+    // Without the crate's "record N (line: L, byte: B)" prefix, whose line may be wrong (see
+    // `line_of`); the error names the line itself.
+    let message = match e.kind() {
+        csv::ErrorKind::Utf8 { err, .. } => err.to_string(),
+        csv::ErrorKind::UnequalLengths { expected_len, len, .. } => {
+            format!("found a record with {len} fields, but the previous record has {expected_len} fields")
+        }
+        _ => e.to_string(),
+    };
     match e.into_kind() {
         csv::ErrorKind::Io(source) => DataError::Open { path: path.to_path_buf(), source },
         _ => DataError::Line { path: path.to_path_buf(), line, message },
     }
+}
+
+/// The 1-based line of the CSV record at `pos` in `path` (0 without a position). The csv crate's
+/// own line count is off after CRLF line ends and blank lines (rust-csv #395, #208), so the line
+/// is counted in the text: a record's byte offset is where the reader stood before reading it
+/// (at or before the previous line's end, before any blank lines), so line ends from there are
+/// skipped, then the line ends before (`\n`, `\r\n` or a lone `\r`) counted. The file is read again,
+/// only for an error; if that fails, the crate's count is used.
+pub(crate) fn line_of(path: &Path, pos: Option<&csv::Position>) -> u64 {
+    let Some(pos) = pos else { return 0 };
+    let Ok(text) = std::fs::read(path) else { return pos.line() };
+    let mut at = usize::try_from(pos.byte()).map_or(text.len(), |b| b.min(text.len()));
+    while at < text.len() && matches!(text[at], b'\r' | b'\n') {
+        at += 1;
+    }
+    let ends = (0..at).filter(|&i| text[i] == b'\n' || (text[i] == b'\r' && text.get(i + 1) != Some(&b'\n')));
+    1 + ends.count() as u64
 }
 
 /// Field `i` of a record, parsed; the error quotes the column name and value.
@@ -125,11 +150,15 @@ fn field<T: std::str::FromStr>(r: &csv::StringRecord, i: usize, name: &str) -> R
     raw.trim().parse().map_err(|_| format!("{name} \"{raw}\" is not a valid {}", std::any::type_name::<T>()))
 }
 
-/// An optional float field: empty means missing (the COVID series starts with empty deaths).
+/// An optional float field: empty means missing (the COVID series starts with empty deaths);
+/// `NaN` and `inf` (which parse as floats) are refused.
 fn optional_f64(r: &csv::StringRecord, i: usize, name: &str) -> Result<Option<f64>, String> {
     match r.get(i).map(str::trim) {
         Some("") | None => Ok(None),
-        Some(_) => field(r, i, name).map(Some),
+        Some(raw) => match field::<f64>(r, i, name)? {
+            v if v.is_finite() => Ok(Some(v)),
+            _ => Err(format!("{name} \"{raw}\" is not a finite number")),
+        },
     }
 }
 
@@ -144,7 +173,7 @@ pub fn load_agent_ages(path: &Path) -> Result<Vec<u8>, DataError> {
     let mut f = CsvFile::open(path, true)?;
     let age_col = f.column("age_group")?;
     let mut ages = Vec::new();
-    f.for_each(|_, r| {
+    f.for_each(|r| {
         let index: usize = field(r, 0, "agent index")?;
         if index != ages.len() {
             return Err(format!("agent index {index} is out of sequence (expected {})", ages.len()));
@@ -171,7 +200,7 @@ pub fn load_agent_ages(path: &Path) -> Result<Vec<u8>, DataError> {
 pub fn load_edges(path: &Path, num_agents: usize) -> Result<Vec<(u32, u32)>, DataError> {
     let mut f = CsvFile::open(path, false)?;
     let mut edges = Vec::new();
-    f.for_each(|_, r| {
+    f.for_each(|r| {
         if r.len() != 2 {
             return Err(format!("expected 2 fields (u,v), found {}", r.len()));
         }
@@ -216,7 +245,7 @@ pub fn load_county_age_groups(path: &Path, fips: u32) -> Result<CountyAgeGroups,
     }
     let mut found = None;
     let mut present = Vec::new();
-    f.for_each(|_, r| {
+    f.for_each(|r| {
         let this: u32 = field(r, 0, "fips")?;
         present.push(this);
         if this == fips {
@@ -248,14 +277,15 @@ pub struct CovidDaily {
 /// (`geo_value,time_value,cases,deaths,…`).
 ///
 /// # Errors
-/// [`DataError`] for a missing file or column, a malformed number, or a county not in the file.
+/// [`DataError`] for a missing file or column, a malformed or non-finite (`NaN`, `inf`) number, or
+/// a county not in the file.
 pub fn load_county_covid_daily(path: &Path, fips: u32) -> Result<CovidDaily, DataError> {
     let mut f = CsvFile::open(path, true)?;
     let (geo, time, cases_col, deaths_col) =
         (f.column("geo_value")?, f.column("time_value")?, f.column("cases")?, f.column("deaths")?);
     let mut out = CovidDaily { fips, dates: Vec::new(), cases: Vec::new(), deaths: Vec::new() };
     let mut present = std::collections::BTreeSet::new();
-    f.for_each(|_, r| {
+    f.for_each(|r| {
         let this: u32 = field(r, geo, "geo_value")?;
         present.insert(this);
         if this == fips {
@@ -285,17 +315,23 @@ pub struct FluWeekly {
 /// Region `region`'s rows of `gradabm_flu_state_weekly_ili.csv` (`region,epiweek,…,ili`).
 ///
 /// # Errors
-/// [`DataError`] for a missing file or column, a malformed number, or a region not in the file.
+/// [`DataError`] for a missing file or column, a malformed number, an ILI that is not a finite
+/// non-negative number (`NaN`, `inf`, `-1`), or a region not in the file.
 pub fn load_flu_weekly(path: &Path, region: &str) -> Result<FluWeekly, DataError> {
     let mut f = CsvFile::open(path, true)?;
     let (reg, week, ili_col) = (f.column("region")?, f.column("epiweek")?, f.column("ili")?);
     let mut out = FluWeekly { region: region.to_string(), epiweeks: Vec::new(), ili: Vec::new() };
     let mut present = std::collections::BTreeSet::new();
-    f.for_each(|_, r| {
+    f.for_each(|r| {
         let this = r.get(reg).unwrap_or_default();
         if this == region {
             out.epiweeks.push(field(r, week, "epiweek")?);
-            out.ili.push(field(r, ili_col, "ili")?);
+            let ili: f64 = field(r, ili_col, "ili")?;
+            if !(ili.is_finite() && ili >= 0.0) {
+                let raw = r.get(ili_col).unwrap_or_default();
+                return Err(format!("ili \"{raw}\" is not a finite non-negative percentage"));
+            }
+            out.ili.push(ili);
         } else if present.len() < 80 {
             present.insert(this.to_string());
         }

@@ -75,11 +75,19 @@ impl FluDaily {
 
 impl FluModel {
     /// The flu model of `population` for `days` days.
+    ///
+    /// # Errors
+    /// As [`crate::epi::CovidModel::new`]: a population [`Population::check`] refuses (no agents,
+    /// whose ILI would be NaN; ages and network of different agents; an age group above 7) or zero
+    /// days is reported as a kiln error at the caller's line.
+    #[track_caller]
     pub fn new(population: &Population, days: usize, form: UpdateForm) -> FluModel {
+        super::model::check_inputs("epi::FluModel::new", population, days);
         let n = population.num_agents();
         let sus = flu::susceptibility();
-        let scale: Vec<f32> =
-            population.ages.iter().map(|&a| sus[a as usize] / super::disease::mean_contacts(a)).collect();
+        let scale: Vec<f32> = (population.ages.iter().map(|&a| a.min(7)))
+            .map(|a| sus[usize::from(a)] / super::disease::mean_contacts(a))
+            .collect();
         let net = &population.network;
         let (mean, sd) = flu::GAMMA_MEAN_SD;
         FluModel {
@@ -104,7 +112,8 @@ impl FluModel {
     /// Runs `days` days drawing the noise from `key` (`u32[2]`), as
     /// [`crate::epi::CovidModel::simulate`] does.
     ///
-    /// Shape errors in `params` are reported as kiln errors at the caller's line.
+    /// Shape errors in `params` and a model of 0 days are reported as kiln errors at the caller's
+    /// line.
     #[track_caller]
     pub fn simulate(&self, params: &FluParams, key: &Tensor) -> FluDaily {
         self.check(params, None);
@@ -147,6 +156,10 @@ impl FluModel {
 
     #[track_caller]
     fn check(&self, params: &FluParams, uniforms: Option<&Tensor>) {
+        if self.days == 0 {
+            let msg = "the model has 0 days: days must be at least 1".to_string();
+            kiln_trace::report_error("epi::flu::simulate", &[], msg);
+        }
         let weeks = self.days.div_ceil(7);
         let f32_of = |t: &Tensor, dims: &[usize]| t.dtype() == DType::F32 && t.shape().dims() == dims;
         if !(f32_of(&params.r0, &[weeks]) && f32_of(&params.initial_pct, &[])) {

@@ -122,6 +122,23 @@ impl Contacts<'_> {
     }
 }
 
+/// Reports, as `op` at the caller's line, a population the models cannot simulate or zero days
+/// (nothing to simulate: the scan over days would be empty). Inside a trace the error is recorded
+/// and the caller goes on (ages clamped to 0..=7), its results unused.
+#[track_caller]
+pub(crate) fn check_inputs(op: &str, population: &Population, days: usize) {
+    if let Err(e) = population.check() {
+        kiln_trace::report_error(op, &[], e.to_string());
+    }
+    if days == 0 {
+        kiln_trace::report_error(
+            op,
+            &[],
+            "days must be at least 1 (a model of 0 days simulates nothing)".into(),
+        );
+    }
+}
+
 pub(crate) fn f32s(b: &Tensor) -> Tensor {
     b.astype(DType::F32)
 }
@@ -133,12 +150,19 @@ pub(crate) fn scalar(v: f32) -> Tensor {
 impl CovidModel {
     /// The model of `population` for `days` days: per-agent transmission scale, the destination-sorted
     /// edge arrays and the Gamma(mean 5.5, sd 2.14) infectiousness table of `days + 10` entries.
+    ///
+    /// # Errors
+    /// A population [`Population::check`] refuses (no agents, ages and network of different
+    /// agents, an age group above 7) or zero days is reported as a kiln error at the caller's line
+    /// (a panic outside a trace).
+    #[track_caller]
     pub fn new(population: &Population, days: usize, form: UpdateForm) -> CovidModel {
+        check_inputs("epi::CovidModel::new", population, days);
         let n = population.num_agents();
         let scale: Vec<f32> = population
             .ages
             .iter()
-            .map(|&a| disease::SUSCEPTIBILITY[a as usize] / disease::mean_contacts(a))
+            .map(|&a| disease::SUSCEPTIBILITY[usize::from(a.min(7))] / disease::mean_contacts(a.min(7)))
             .collect();
         let net = &population.network;
         let (mean, sd) = disease::GAMMA_MEAN_SD;
@@ -171,7 +195,8 @@ impl CovidModel {
     /// `split` gives the day-0 key and a key that is `fold_in`'d with each day, each drawing one
     /// uniform per agent.
     ///
-    /// Shape errors in `params` (see [`CovidParams`]) are reported as kiln errors at the caller's line.
+    /// Shape errors in `params` (see [`CovidParams`]) and a model of 0 days are reported as kiln
+    /// errors at the caller's line.
     #[track_caller]
     pub fn simulate(&self, params: &CovidParams, key: &Tensor) -> Daily {
         self.check(params, None);
@@ -208,6 +233,10 @@ impl CovidModel {
     /// Reports parameter or noise shapes that do not fit the model.
     #[track_caller]
     fn check(&self, params: &CovidParams, uniforms: Option<&Tensor>) {
+        if self.days == 0 {
+            let msg = "the model has 0 days: days must be at least 1".to_string();
+            kiln_trace::report_error("epi::simulate", &[], msg);
+        }
         let weeks = self.days.div_ceil(7);
         let f32_of = |t: &Tensor, dims: &[usize]| t.dtype() == DType::F32 && t.shape().dims() == dims;
         let ok_params = f32_of(&params.r0, &[weeks])

@@ -27,11 +27,32 @@ pub enum PopulationError {
     TooManyAgents {
         /// What was asked for.
         what: String,
-        /// The agents asked for.
-        agents: u64,
+        /// The agents asked for (the counts' exact sum, which may exceed `u64`).
+        agents: u128,
         /// [`MAX_GENERATED_AGENTS`].
         max: u64,
     },
+    /// The ages and the network do not describe the same agents.
+    #[error(
+        "the population has {ages} ages but its network has {network} agents; they must be the same agents"
+    )]
+    AgentsMismatch {
+        /// Entries of `ages`.
+        ages: usize,
+        /// The network's agents.
+        network: usize,
+    },
+    /// An agent's age group is not one of 0..=7.
+    #[error("agent {agent} has age group {age}, not an age group 0..=7")]
+    BadAge {
+        /// The agent's index.
+        agent: usize,
+        /// Its age group.
+        age: u8,
+    },
+    /// The population has no agents (ILI, a percentage of the agents, would be NaN).
+    #[error("the population has no agents")]
+    Empty,
 }
 
 /// A population: each agent's age group (0..=7: 0–19, 20–29, …, 80+) and the contact network.
@@ -100,13 +121,14 @@ impl Population {
     ///
     /// # Errors
     /// [`PopulationError::NoAgents`] if the counts sum to zero, [`PopulationError::TooManyAgents`]
-    /// above [`MAX_GENERATED_AGENTS`].
+    /// above [`MAX_GENERATED_AGENTS`] (also for counts whose sum exceeds `u64`).
     pub fn from_age_counts(what: &str, counts: [u64; 8], seed: u64) -> Result<Population, PopulationError> {
-        let total: u64 = counts.iter().sum();
+        // Summed in u128: huge counts must not wrap past the limit below.
+        let total: u128 = counts.iter().map(|&c| u128::from(c)).sum();
         if total == 0 {
             return Err(PopulationError::NoAgents { what: what.to_string(), counts });
         }
-        if total > MAX_GENERATED_AGENTS {
+        if total > u128::from(MAX_GENERATED_AGENTS) {
             let (what, max) = (what.to_string(), MAX_GENERATED_AGENTS);
             return Err(PopulationError::TooManyAgents { what, agents: total, max });
         }
@@ -128,7 +150,8 @@ impl Population {
     ///
     /// # Errors
     /// [`PopulationError::Data`] naming the file and listing its counties if `fips` is not in it;
-    /// [`PopulationError::NoAgents`] for a county with zero counts.
+    /// [`PopulationError::NoAgents`] for a county with zero counts,
+    /// [`PopulationError::TooManyAgents`] for counts summing above [`MAX_GENERATED_AGENTS`].
     pub fn county(fips: u32, seed: u64) -> Result<Population, PopulationError> {
         Population::county_from(&data::bundled("gradabm_ma_county_age_groups.csv"), fips, seed)
     }
@@ -159,19 +182,43 @@ impl Population {
     pub fn num_agents(&self) -> usize {
         self.ages.len()
     }
+
+    /// Checks what the models rely on (the fields are public, so a population may be built by
+    /// hand): at least one agent, one age per network agent (the simulation's gathers clamp
+    /// out-of-range indices, so a mismatch would silently give wrong counts) and every age in 0..=7.
+    /// [`Network`] itself keeps its edges inside its agents.
+    ///
+    /// # Errors
+    /// [`PopulationError::Empty`], [`PopulationError::AgentsMismatch`] or
+    /// [`PopulationError::BadAge`] (the first agent at fault).
+    pub fn check(&self) -> Result<(), PopulationError> {
+        if self.ages.is_empty() {
+            return Err(PopulationError::Empty);
+        }
+        if self.ages.len() != self.network.num_agents() {
+            return Err(PopulationError::AgentsMismatch {
+                ages: self.ages.len(),
+                network: self.network.num_agents(),
+            });
+        }
+        match self.ages.iter().position(|&a| a > 7) {
+            Some(agent) => Err(PopulationError::BadAge { agent, age: self.ages[agent] }),
+            None => Ok(()),
+        }
+    }
 }
 
 /// `counts` scaled to sum to `total` by largest remainder (ties to the lower group); all zeros if
 /// `counts` sums to zero.
 pub fn scaled_counts(counts: &[u64; 8], total: u64) -> [u64; 8] {
-    let sum: u64 = counts.iter().sum();
+    let sum: u128 = counts.iter().map(|&c| u128::from(c)).sum();
     if sum == 0 {
         return [0; 8];
     }
     let exact: Vec<u128> = counts.iter().map(|&c| u128::from(c) * u128::from(total)).collect();
-    let mut out: [u64; 8] = std::array::from_fn(|g| (exact[g] / u128::from(sum)) as u64);
+    let mut out: [u64; 8] = std::array::from_fn(|g| (exact[g] / sum) as u64);
     let mut order: Vec<usize> = (0..8).collect();
-    order.sort_by_key(|&g| std::cmp::Reverse(exact[g] % u128::from(sum)));
+    order.sort_by_key(|&g| std::cmp::Reverse(exact[g] % sum));
     let short = total - out.iter().sum::<u64>();
     for &g in order.iter().take(short as usize) {
         out[g] += 1;

@@ -118,7 +118,8 @@ pub fn flu_ensemble_mean(model: &FluModel, params: &FluParams, keys: &Tensor) ->
 ///
 /// # Errors
 /// [`CalibrateError::Config`] for zero epochs, an ensemble [`super::check_ensemble`] refuses, a
-/// non-positive or non-finite learning rate or clip norm, an initial % outside (0, 100], a model
+/// non-positive or non-finite learning rate (as f32) or clip norm, `r0_bounds` that are not
+/// finite, reversed or negative, an initial % outside (0, 100], a model
 /// whose days are not 7 per observed week, or a loss that becomes non-finite;
 /// [`CalibrateError::Kiln`] if tracing, compiling or running fails.
 pub fn fit_flu(
@@ -161,12 +162,13 @@ fn check(model: &FluModel, weekly_ili: &[f64], config: &FluFitConfig) -> Result<
     }
     super::check_ensemble(config.ensemble, model.num_agents())?;
     let positive = |x: f64| x > 0.0 && x.is_finite();
-    if !positive(config.lr) || !positive(config.clip_norm) {
+    if !super::positive_f32(config.lr) || !positive(config.clip_norm) {
         return bad(format!(
-            "lr ({}) and clip_norm ({}) must be positive and finite",
+            "lr ({}) and clip_norm ({}) must be positive and finite (lr as f32)",
             config.lr, config.clip_norm
         ));
     }
+    super::check_bounds("r0_bounds", config.r0_bounds, (0.0, f32::INFINITY))?;
     if !(config.initial_pct > 0.0 && config.initial_pct <= 100.0) {
         return bad(format!("initial_pct {} is not a percentage in (0, 100]", config.initial_pct));
     }

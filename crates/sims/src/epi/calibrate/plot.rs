@@ -49,26 +49,34 @@ pub fn write_png(path: &Path, data: &PlotData<'_>) -> Result<(), String> {
     draw(path, data).map_err(|e| format!("{}: cannot write the plot: {e}", path.display()))
 }
 
+/// The y axis' range `(bottom, top)` for `data`: from 0, or 1.1 × the least value when that is
+/// negative (deaths may be, as reporting corrections), to 1.1 × the greatest (at least 1.1e-3);
+/// non-finite values are ignored.
+pub fn y_range(data: &PlotData<'_>) -> (f64, f64) {
+    let values = || {
+        [data.observed, data.fitted, data.forecast, data.persistence]
+            .into_iter()
+            .chain(data.earlier.iter().map(|(_, s)| s.as_slice()))
+            .flat_map(|s| s.iter().copied())
+            .filter(|v| v.is_finite())
+    };
+    let top = values().fold(0.0f64, f64::max).max(1e-3) * 1.1;
+    (values().fold(0.0f64, f64::min) * 1.1, top)
+}
+
 fn draw(path: &Path, data: &PlotData<'_>) -> Result<(), Box<dyn std::error::Error>> {
     let root = BitMapBackend::new(path, (1000, 560)).into_drawing_area();
     root.fill(&WHITE)?;
     let train = data.fitted.len();
     let days = (train + data.forecast.len()).max(data.observed.len()).max(2);
-    let top = [data.observed, data.fitted, data.forecast, data.persistence]
-        .into_iter()
-        .chain(data.earlier.iter().map(|(_, s)| s.as_slice()))
-        .flat_map(|s| s.iter().copied())
-        .filter(|v| v.is_finite())
-        .fold(0.0f64, f64::max)
-        .max(1e-3)
-        * 1.1;
+    let (bottom, top) = y_range(data);
     let start = data.start;
     let mut chart = ChartBuilder::on(&root)
         .caption(data.title, ("sans-serif", 22))
         .margin(16)
         .x_label_area_size(40)
         .y_label_area_size(60)
-        .build_cartesian_2d(0f64..(days - 1).max(1) as f64, 0f64..top)?;
+        .build_cartesian_2d(0f64..(days - 1).max(1) as f64, bottom..top)?;
     chart
         .configure_mesh()
         .x_desc("date")
@@ -102,7 +110,7 @@ fn draw(path: &Path, data: &PlotData<'_>) -> Result<(), Box<dyn std::error::Erro
     }
     if train > 0 {
         let x = (train as f64) - 0.5;
-        chart.draw_series(LineSeries::new([(x, 0.0), (x, top)], RGBColor(200, 200, 200)))?;
+        chart.draw_series(LineSeries::new([(x, bottom), (x, top)], RGBColor(200, 200, 200)))?;
     }
     chart
         .configure_series_labels()

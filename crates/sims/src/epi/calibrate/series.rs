@@ -29,8 +29,8 @@ impl DailySeries {
     /// reporting began) count as 0. `path` is the file it came from, for errors.
     ///
     /// # Errors
-    /// [`DataError::Line`]-style content errors for a date that does not parse or breaks the
-    /// day-by-day sequence.
+    /// [`DataError::Content`] errors naming the county for a date that does not parse or breaks the
+    /// day-by-day sequence, or deaths that are not a finite number (`NaN`, `inf`).
     pub fn from_county(daily: &CovidDaily, path: &Path) -> Result<DailySeries, DataError> {
         let content = |message: String| DataError::Content { path: path.to_path_buf(), message };
         let start =
@@ -44,6 +44,18 @@ impl DailySeries {
                     start.add_days(i as i64)
                 )));
             }
+        }
+        // The loader refuses these; a `CovidDaily` built otherwise may still hold them.
+        if let Some((d, v)) = daily
+            .dates
+            .iter()
+            .zip(&daily.deaths)
+            .find_map(|(d, v)| v.filter(|v| !v.is_finite()).map(|v| (d, v)))
+        {
+            return Err(content(format!(
+                "county {}: deaths on {d} are {v}, not a finite number",
+                daily.fips
+            )));
         }
         Ok(DailySeries { start, values: daily.deaths.iter().map(|d| d.unwrap_or(0.0)).collect() })
     }
@@ -81,26 +93,26 @@ impl DailySeries {
         let mut values = Vec::new();
         for record in reader.records() {
             let record = record.map_err(|e| crate::epi::data::csv_error(path, e))?;
-            let line = record.position().map_or(0, csv::Position::line);
+            // The line is counted in the text only for an error (see `data::line_of`).
+            let at = |message: String| line_err(crate::epi::data::line_of(path, record.position()), message);
             let get = |i: usize, name: &str| {
                 record.get(i).map(str::trim).ok_or_else(|| {
-                    line_err(line, format!("missing column {name} (the line has {} fields)", record.len()))
+                    at(format!("missing column {name} (the line has {} fields)", record.len()))
                 })
             };
-            let date = Date::parse(get(date_col, "date")?).map_err(|m| line_err(line, m))?;
+            let date = Date::parse(get(date_col, "date")?).map_err(at)?;
             let raw = get(deaths_col, "deaths")?;
             let deaths: f64 = raw
                 .parse()
                 .ok()
                 .filter(|v: &f64| v.is_finite())
-                .ok_or_else(|| line_err(line, format!("deaths \"{raw}\" is not a finite number")))?;
+                .ok_or_else(|| at(format!("deaths \"{raw}\" is not a finite number")))?;
             let first = *start.get_or_insert(date);
             let expected = first.add_days(values.len() as i64);
             if date != expected {
-                return Err(line_err(
-                    line,
-                    format!("date {date} is not the day after the previous row (expected {expected})"),
-                ));
+                return Err(at(format!(
+                    "date {date} is not the day after the previous row (expected {expected})"
+                )));
             }
             values.push(deaths);
         }
@@ -167,7 +179,7 @@ impl WeeklySeries {
     ///
     /// # Errors
     /// [`DataError::Content`] naming the region and epiweek when an epiweek is not one, or is not
-    /// the week after the previous one.
+    /// the week after the previous one, or its ILI is not a finite non-negative number.
     pub fn from_flu(weekly: &FluWeekly, path: &Path) -> Result<WeeklySeries, DataError> {
         let content = |message: String| DataError::Content { path: path.to_path_buf(), message };
         let mut start = None;
@@ -182,6 +194,15 @@ impl WeeklySeries {
                     weekly.epiweeks[i - 1]
                 )));
             }
+        }
+        // The loader refuses these; a `FluWeekly` built otherwise may still hold them.
+        if let Some((w, v)) =
+            weekly.epiweeks.iter().zip(&weekly.ili).find(|(_, v)| !(v.is_finite() && **v >= 0.0))
+        {
+            return Err(content(format!(
+                "region {}: ILI of epiweek {w} is {v}, not a finite non-negative percentage",
+                weekly.region
+            )));
         }
         match start {
             Some(start) => Ok(WeeklySeries { start, values: weekly.ili.clone() }),

@@ -11,7 +11,7 @@ use serde::Serialize;
 ///
 /// # Errors
 /// A message naming the values when `weeks` is 0 or the earliest window would end before `start`
-/// (it would be empty).
+/// (it would be empty), however large `weeks` is.
 ///
 /// ```
 /// use kiln_sims::epi::calibrate::{Date, prediction_ends};
@@ -23,13 +23,25 @@ pub fn prediction_ends(start: Date, end: Date, weeks: usize) -> Result<Vec<Date>
     if weeks == 0 {
         return Err("prediction weeks: 0 given, at least 1 needed".into());
     }
-    let first = end.add_days(-7 * (weeks as i64 - 1));
-    if first < start {
-        return Err(format!(
-            "{weeks} prediction weeks: the earliest training window would end on {first}, before its \
-             start {start}; choose an earlier start, a later end or fewer prediction weeks"
-        ));
+    // Counted in whole weeks before any date is formed: `7 (weeks − 1)` days can overflow.
+    let span = end.days_since(start);
+    let most = if span < 0 { 0 } else { span as u64 / 7 + 1 };
+    if weeks as u64 > most {
+        let hint = format!("choose an earlier start, a later end or at most {most} prediction weeks");
+        // The earliest end as a date only for a modest count (a far one would not print).
+        return Err(match i64::try_from(weeks).ok().filter(|&w| w <= most as i64 + 1_000_000) {
+            Some(w) => format!(
+                "{weeks} prediction weeks: the earliest training window would end on {}, before its \
+                 start {start}; {hint}",
+                end.add_days(-7 * (w - 1))
+            ),
+            None => format!(
+                "{weeks} prediction weeks: the earliest training window would end long before its \
+                 start {start}; {hint}"
+            ),
+        });
     }
+    let first = end.add_days(-7 * (weeks as i64 - 1));
     Ok((0..weeks).map(|k| first.add_days(7 * k as i64)).collect())
 }
 
