@@ -37,6 +37,22 @@ fn simplified_jit_matches_unsimplified_and_eager_bitwise() {
 }
 
 #[test]
+fn a_window_mask_of_abs_distances_is_not_decided_away() {
+    // Regression (soundness audit): the range analysis gave `|i - 90|` (i in 0..100) the range of
+    // `i - 90`, [-90, 9], so the simplifier decided `|i - 90| <= 9` true everywhere and the jitted
+    // mask let every element through ([1, 2, 3, ...] where eager code gives zeros before 81).
+    let window = |x: Tensor| {
+        let i = Tensor::arange(100, DType::F32);
+        let near = (i - 90.0).abs().le(&Tensor::scalar(9.0f32));
+        where_(&near, &x, &x.zeros_like())
+    };
+    let x = Tensor::from_vec(&[100], (1..=100).map(|v| v as f32).collect());
+    let want: Vec<f32> = (1..=100).map(|v| if v >= 82 { v as f32 } else { 0.0 }).collect();
+    assert_eq!(window(x.clone()).to_vec::<f32>(), want);
+    assert_eq!(jit(window).call(&x).unwrap().to_vec::<f32>(), want);
+}
+
+#[test]
 fn the_compiled_program_reports_what_the_simplifier_did() {
     let x = Tensor::from_vec(&[16], special(16));
     let compiled = jit(program).compiled(&x).unwrap();

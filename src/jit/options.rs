@@ -36,8 +36,11 @@ pub struct JitOptions {
     /// loop-invariant work out of scans ([`kiln_transform::hoist_scan_invariants`]). Its default
     /// rules are IEEE-exact, so the program's values are unchanged (bit for bit in the reference
     /// interpreter; compiled float sums may round differently where a reduction becomes a kernel of
-    /// its own, within the backend's documented bound); on by default. Off, the program is compiled
-    /// with the greedy fusion alone (the benches' baseline).
+    /// its own, within the backend's documented bound; and constants are folded by the reference
+    /// interpreter, whose `exp`/`log`/`tanh`/`sin`/... and sums are correctly rounded or pairwise
+    /// where the compiled vector routines may differ by an ulp, so a folded constant matches eager
+    /// code rather than the unsimplified compile); on by default. Off, the program is compiled with
+    /// the greedy fusion alone (the benches' baseline).
     pub simplify: bool,
 }
 

@@ -258,6 +258,52 @@ fn decided_by_range_respects_i32_negation_wrapping() {
     assert_same_values(&f, &g);
 }
 
+/// Regression (soundness audit): float `abs` kept its operand's integer range, so `|i - 90|` of
+/// `i` in [0, 99] was "in [-90, 9]" and `|i - 90| <= 9` was decided true everywhere (a jitted
+/// window mask let every element through). Its range is [0, 90]: `<= 9` stays undecided and
+/// `>= 0` is decided; values are compared bitwise.
+#[test]
+fn abs_of_a_range_crossing_zero_is_mirrored_not_kept() {
+    let mask = |cmp: &str, bound: &str| {
+        format!(
+            "{{ lambda x:f32[100] ; c:f32[] = 90.0, t:f32[] = {bound} . let
+                i:f32[100] = iota[dtype=f32 shape=(100,) dimension=0]
+                cb:f32[100] = broadcast_in_dim[shape=(100,) broadcast_dimensions=()] c
+                d:f32[100] = sub i cb
+                a:f32[100] = abs d
+                tb:f32[100] = broadcast_in_dim[shape=(100,) broadcast_dimensions=()] t
+                m:bool[100] = {cmp} a tb
+                z:f32[100] = sub x x
+                y:f32[100] = select m x z
+              in (y) }}"
+        )
+    };
+    does_not_fire("decided_by_range", &mask("le", "9.0"), false);
+    does_not_fire("decided_by_range", &mask("gt", "89.0"), false);
+    fires("decided_by_range", &mask("ge", "0.0"));
+    fires("decided_by_range", &mask("le", "90.0"));
+    // Wholly negative ranges mirror: |i - 200| of i in [0, 99] is in [101, 200].
+    let far = mask("gt", "100.0").replace("= 90.0", "= 200.0");
+    fires("decided_by_range", &far);
+}
+
+/// Regression (soundness audit): the range of a product of clamped u32 values (up to 4e9 each)
+/// overflowed i64 in the analysis, a panic in debug builds; it is now simply unknown.
+#[test]
+fn ranges_past_i64_are_unknown_not_an_overflow() {
+    let (f, g, _) = run(
+        "{ lambda p:u32[100] ; lo:u32[] = 0, hi:u32[] = 4000000000 . let
+            lb:u32[100] = broadcast_in_dim[shape=(100,) broadcast_dimensions=()] lo
+            hb:u32[100] = broadcast_in_dim[shape=(100,) broadcast_dimensions=()] hi
+            x:u32[100] = clamp lb p hb
+            y:u32[100] = mul x hb
+            z:u32[100] = add y hb
+          in (z) }",
+        false,
+    );
+    assert_same_values(&f, &g);
+}
+
 /// `clamp(0, e, 39)` of constant ids in `[0, 39]` is `e`; one id out of range (or a lower bound
 /// above some id) keeps the clamp.
 #[test]

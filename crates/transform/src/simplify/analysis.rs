@@ -375,7 +375,17 @@ fn transfer(prim: &Prim, args: &[&ClassData], ty: &TensorType) -> Facts {
                         None => None,
                     },
                 },
-                UnaryOp::Abs if ty.dtype.is_float() => Facts { sign_clear: x.not_nan, ..x },
+                // |x| of integral values in [l, h] lies in [0, max(-l, h)] (or the mirrored
+                // range); `abs` never makes -0.0, so the result stays "integral".
+                UnaryOp::Abs if ty.dtype.is_float() => Facts {
+                    sign_clear: x.not_nan,
+                    int_range: x.int_range.map(|(l, h)| match (l >= 0, h <= 0) {
+                        (true, _) => (l, h),
+                        (false, true) => (-h, -l),
+                        (false, false) => (0, (-l).max(h)),
+                    }),
+                    ..x
+                },
                 UnaryOp::Abs => none,
                 UnaryOp::Exp => Facts { not_nan: x.not_nan, sign_clear: x.not_nan, ..none },
                 UnaryOp::Logistic => Facts {
@@ -423,9 +433,11 @@ fn transfer(prim: &Prim, args: &[&ClassData], ty: &TensorType) -> Facts {
                 ..none
             };
             match op {
-                BinaryOp::Add => ints(range_op(a.int_range, b.int_range, |x, y| x + y)),
+                // Saturating: ranges of clamped u32 values reach 2^32, and their products overflow
+                // i64 (a panic in debug builds); a saturated corner fails `range_op`'s bound.
+                BinaryOp::Add => ints(range_op(a.int_range, b.int_range, i64::saturating_add)),
                 BinaryOp::Sub if ty.dtype != DType::U32 => {
-                    ints(range_op(a.int_range, b.int_range, |x, y| x - y))
+                    ints(range_op(a.int_range, b.int_range, i64::saturating_sub))
                 }
                 // 0 * -1 = -0.0 in floats: only non-negative float ranges stay "integral".
                 BinaryOp::Mul
@@ -435,7 +447,7 @@ fn transfer(prim: &Prim, args: &[&ClassData], ty: &TensorType) -> Facts {
                 {
                     none
                 }
-                BinaryOp::Mul => ints(range_op(a.int_range, b.int_range, |x, y| x * y)),
+                BinaryOp::Mul => ints(range_op(a.int_range, b.int_range, i64::saturating_mul)),
                 BinaryOp::Max => Facts {
                     not_nan: a.not_nan && b.not_nan,
                     finite: a.finite && b.finite,
