@@ -1065,6 +1065,7 @@ fn run_apg(args: &ApgCli) -> Result<(), String> {
         return Err(format!("--hidden {w}: layer widths must be positive"));
     }
     check_out_for(&args.out, &APG_OUTPUTS)?;
+    check_out_writable(&args.out)?;
     let settings = ApgArgs {
         iterations,
         batch,
