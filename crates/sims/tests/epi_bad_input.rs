@@ -255,3 +255,18 @@ fn the_plot_shows_negative_values() {
     assert!((bottom - -2.2).abs() < 1e-12 && (top - 4.4).abs() < 1e-12, "{bottom} {top}");
     assert_eq!(y_range(&data(&[0.5, 1.0])).0, 0.0);
 }
+
+#[test]
+fn empty_series_ends_and_zero_width_means_are_clear_panics() {
+    // Regression (bad-input hunt): `end()` of an empty series wrapped to the day before its start
+    // (an overflow panic inside the library in debug builds); `trailing_mean(x, 0)` gave NaN.
+    let start = Date::parse("2020-03-01").unwrap();
+    let daily = DailySeries { start, values: vec![] };
+    let m = panic_message(|| daily.end());
+    assert!(m.contains("DailySeries::end: the series is empty"), "{m}");
+    let weekly = WeeklySeries { start, values: vec![] };
+    assert!(panic_message(|| weekly.end()).contains("WeeklySeries::end: the series is empty"));
+    let m = panic_message(|| kiln_sims::epi::calibrate::trailing_mean(&[1.0, 2.0], 0));
+    assert!(m.contains("trailing_mean: width 0"), "{m}");
+    assert_eq!(DailySeries { start, values: vec![1.0, 2.0] }.end().to_string(), "2020-03-02");
+}

@@ -58,7 +58,18 @@ fn dates_parse_print_and_count() {
     assert_eq!(d.add_days(2).to_string(), "2020-03-01");
     assert_eq!(Date::parse("2021-01-01").unwrap().days_since(Date::parse("2020-01-01").unwrap()), 366);
     assert_eq!(Date::parse("1970-01-01").unwrap().add_days(-1).to_string(), "1969-12-31");
-    for bad in ["2021-02-29", "2020-13-01", "2020-4-01", "20200401", "", "2020-04-31"] {
+    // Signs and year 0 too (the hunt: "+020-01-01" was year 20; year 0's epiweek wrapped to 4294967248).
+    for bad in [
+        "2021-02-29",
+        "2020-13-01",
+        "2020-4-01",
+        "20200401",
+        "",
+        "2020-04-31",
+        "+020-01-01",
+        "0000-01-01",
+        "2020-+1-01",
+    ] {
         let e = Date::parse(bad).unwrap_err();
         assert!(e.contains(&format!("\"{bad}\"")), "{e}");
     }

@@ -35,7 +35,7 @@ fn epiweeks_match_the_cdc_calendar() {
             assert_eq!(d(sunday).add_days(k).epiweek(), week, "{sunday} + {k}");
         }
     }
-    for bad in [201700, 201753, 201554, 202054] {
+    for bad in [201700, 201753, 201554, 202054, 5, 1000001] {
         let e = Date::from_epiweek(bad).unwrap_err();
         assert!(e.contains(&bad.to_string()), "{e}");
     }

@@ -8,7 +8,8 @@ use std::fmt;
 pub struct Date(i64);
 
 impl Date {
-    /// Parses `YYYY-MM-DD` (a real calendar day: `2021-02-29` is rejected).
+    /// Parses `YYYY-MM-DD`: digits only, a year from 0001 to 9999 and a real calendar day
+    /// (`2021-02-29` is rejected).
     ///
     /// # Errors
     /// A message quoting the text.
@@ -23,7 +24,9 @@ impl Date {
         let bad = || format!("\"{text}\" is not a date YYYY-MM-DD");
         let parts: Vec<&str> = text.trim().split('-').collect();
         let [y, m, d] = parts.as_slice() else { return Err(bad()) };
-        if y.len() != 4 || m.len() != 2 || d.len() != 2 {
+        // Digits only: `parse` would take a sign ("+020" as year 20).
+        let digits = |s: &str, n: usize| s.len() == n && s.bytes().all(|b| b.is_ascii_digit());
+        if !(digits(y, 4) && digits(m, 2) && digits(d, 2)) || *y == "0000" {
             return Err(bad());
         }
         let (y, m, d): (i64, u32, u32) =
@@ -39,7 +42,8 @@ impl Date {
     /// holding January 4), so a year has 52 or 53 weeks.
     ///
     /// # Errors
-    /// A message quoting the value when the week is 0 or past the year's last week.
+    /// A message quoting the value when the year is not 1..=9999, or the week is 0 or past the
+    /// year's last week.
     ///
     /// ```
     /// use kiln_sims::epi::calibrate::Date;
@@ -49,6 +53,9 @@ impl Date {
     /// ```
     pub fn from_epiweek(yyyyww: u32) -> Result<Date, String> {
         let (year, week) = (i64::from(yyyyww / 100), i64::from(yyyyww % 100));
+        if !(1..=9999).contains(&year) {
+            return Err(format!("\"{yyyyww}\" is not an epiweek YYYYWW (years run from 0001 to 9999)"));
+        }
         let first = epiweek_one(year);
         let weeks = epiweek_one(year + 1).days_since(first) / 7;
         if !(1..=weeks).contains(&week) {

@@ -20,8 +20,13 @@ impl DailySeries {
         self.start.add_days(i as i64)
     }
 
-    /// The last day (the series is never empty).
+    /// The last day (the loaders never make an empty series).
+    ///
+    /// # Panics
+    /// On an empty series built by hand (it has no last day), at the caller's line.
+    #[track_caller]
     pub fn end(&self) -> Date {
+        assert!(!self.values.is_empty(), "DailySeries::end: the series is empty");
         self.date(self.values.len() - 1)
     }
 
@@ -141,11 +146,16 @@ impl DailySeries {
 
 /// The trailing mean over `width` entries (fewer at the start): `out[i] = mean(x[i+1-width..=i])`.
 ///
+/// # Panics
+/// If `width` is 0 (a mean of nothing), at the caller's line.
+///
 /// ```
 /// use kiln_sims::epi::calibrate::trailing_mean;
 /// assert_eq!(trailing_mean(&[1.0, 3.0, 5.0, 7.0], 2), vec![1.0, 2.0, 4.0, 6.0]);
 /// ```
+#[track_caller]
 pub fn trailing_mean(x: &[f64], width: usize) -> Vec<f64> {
+    assert!(width > 0, "trailing_mean: width 0 (a mean of nothing); use 1 or more");
     (0..x.len())
         .map(|i| {
             let lo = (i + 1).saturating_sub(width);
@@ -169,8 +179,13 @@ impl WeeklySeries {
         self.start.add_days(7 * i as i64)
     }
 
-    /// The first day of the last week (the series is never empty).
+    /// The first day of the last week (the loaders never make an empty series).
+    ///
+    /// # Panics
+    /// On an empty series built by hand (it has no last week), at the caller's line.
+    #[track_caller]
     pub fn end(&self) -> Date {
+        assert!(!self.values.is_empty(), "WeeklySeries::end: the series is empty");
         self.date(self.values.len() - 1)
     }
 
