@@ -287,6 +287,26 @@ fn abs_of_a_range_crossing_zero_is_mirrored_not_kept() {
     fires("decided_by_range", &far);
 }
 
+/// Regression (found reading the analysis after the audit): an f32 iota longer than 2^24 + 1 was
+/// "in [0, n - 1]", but its last index 16777219 rounds to 16777220 in f32, so `iota - 2^24` was
+/// "in [-2^24, 3]" and `iota - 2^24 < 4` was decided true everywhere while the last element is 4.
+/// (Checked on the report alone: evaluating 2^24 elements twice took 40 s in the test profile.)
+#[test]
+fn a_float_iota_past_two_to_the_24_has_no_exact_range() {
+    let (_, g, report) = run(
+        "{ lambda a:f32[1] ; c:f32[] = 16777216.0, t:f32[] = 4.0 . let
+            i:f32[16777220] = iota[dtype=f32 shape=(16777220,) dimension=0]
+            cb:f32[16777220] = broadcast_in_dim[shape=(16777220,) broadcast_dimensions=()] c
+            d:f32[16777220] = sub i cb
+            tb:f32[16777220] = broadcast_in_dim[shape=(16777220,) broadcast_dimensions=()] t
+            m:bool[16777220] = lt d tb
+          in (m) }",
+        false,
+    );
+    assert_eq!(report.fired("decided_by_range"), 0, "{report}\n{g}");
+    assert!(g.eqns.iter().any(|e| e.prim.name() == "lt"), "{g}");
+}
+
 /// Regression (soundness audit): the range of a product of clamped u32 values (up to 4e9 each)
 /// overflowed i64 in the analysis, a panic in debug builds; it is now simply unknown.
 #[test]

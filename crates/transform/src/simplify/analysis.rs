@@ -527,11 +527,14 @@ fn transfer(prim: &Prim, args: &[&ClassData], ty: &TensorType) -> Facts {
         }
         Prim::Iota { shape, dimension, .. } => {
             let n = shape.dims()[*dimension] as i64;
+            // A float iota holds its indices exactly only up to 2^24 (f32): past that they round,
+            // f32(16777219) = 16777220 > n - 1.
+            let exact = !ty.dtype.is_float() || (n - 1) as f64 <= EXACT_INT;
             Facts {
                 not_nan: true,
                 finite: true,
                 sign_clear: true,
-                int_range: (n > 0).then_some((0, n - 1)),
+                int_range: (n > 0 && exact).then_some((0, n - 1)),
                 small: n <= 65,
             }
         }
