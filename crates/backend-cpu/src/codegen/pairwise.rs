@@ -8,6 +8,9 @@
 //! for a left fold: a 10⁶-element f32 sum of squares has relative error ~10⁻⁷ instead of ~10⁻³
 //! (measured: W1's loss checksum, `tests/simd.rs`). The interpreter (`kiln_ir`'s `fold_run`)
 //! blocks and merges in exactly this order, so the scalar path stays bitwise equal to it.
+//! Products have the analogous relative bound only while every partial product stays normal: a
+//! product whose partials overflow or underflow depends on the order (one holding 1e30, 1e30, 0
+//! and 1e-30 may be NaN in one order and 0 in another; found by differential fuzzing).
 
 use super::kernel::{Emitter, R};
 use cranelift_codegen::ir::{
