@@ -13,7 +13,8 @@ use std::sync::Arc;
 /// Operators `+ - * /` and unary `-` work between tensors and with scalars on either side (a scalar
 /// takes the tensor's dtype, JAX's weak typing; one the dtype cannot hold exactly is an error); shapes
 /// broadcast as in numpy. `/` on integer tensors truncates toward zero like Rust's (`lax.div`), and
-/// refuses float scalars. Methods are named as in `jax.numpy`. Tensors are not `Send`: a tracer belongs to a trace on one thread.
+/// refuses float scalars. Methods are named as in `jax.numpy`. Tensors are not `Send`: a tracer
+/// belongs to a trace on one thread.
 ///
 /// ```
 /// use kiln_trace::Tensor;

@@ -617,7 +617,8 @@ impl<'d, 'i> Parser<'d, 'i> {
         };
         if kind == JointType::Free && self.sys.links.parents[link].is_some() {
             // kiln's kinematics takes a free joint's q as the body's world pose.
-            let msg = "a free joint on a body inside a moving body (MuJoCo: free joint can only be used on top level)";
+            let msg = "a free joint on a body inside a moving body \
+                       (MuJoCo: free joint can only be used on top level)";
             return Err(self.error(node, MjcfErrorKind::Unsupported(msg.into())));
         }
         let name = node.attribute("name").unwrap_or_default().to_string();
