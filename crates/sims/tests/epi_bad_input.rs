@@ -231,6 +231,9 @@ fn reversed_or_nan_bounds_are_refused_naming_the_parameter() {
     let e =
         fit(&model, &targets, &with(CovidBounds { initial_pct: (-5.0, -1.0), ..COVID_BOUNDS }), |_, _| {});
     assert!(e.unwrap_err().to_string().contains("bounds.initial_pct (-5, -1)"));
+    // (0, 0): no initial infections, so nothing to fit (review: flu already refused 0).
+    let e = fit(&model, &targets, &with(CovidBounds { initial_pct: (0.0, 0.0), ..COVID_BOUNDS }), |_, _| {});
+    assert!(e.unwrap_err().to_string().contains("bounds.initial_pct (0.0, 0.0): its max must be above 0"));
 
     let flu = FluModel::new(&Population::synthetic(50, 1), 7, UpdateForm::KeepGrad);
     let config = FluFitConfig { epochs: 1, r0_bounds: (3.0, -1.0), ..FluFitConfig::default() };

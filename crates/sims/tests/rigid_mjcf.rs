@@ -321,6 +321,9 @@ fn models_mujoco_rejects_are_errors_not_silently_different_physics() {
     );
     let two = format!("{PENDULUM}\n<body pos=\"1 0 0\"><joint name=\"hinge\"/><geom size=\"0.1\"/></body>");
     invalid(&world(&two, ""), 4, "repeated joint name");
+    // A free joint's range is ignored, but still has to read as numbers.
+    let free_range = world("<body><geom size=\"0.1\"/>\n<joint type=\"free\" range=\"a b\"/></body>", "");
+    assert!(matches!(error_of(&free_range).kind, MjcfErrorKind::BadNumber { .. }));
     let unnamed =
         world("<body><joint/><geom size=\"0.1\"/></body>", "<actuator><motor joint=\"\"/></actuator>");
     assert!(matches!(error_of(&unnamed).kind, MjcfErrorKind::UnknownName { .. }));
@@ -397,16 +400,18 @@ fn models_the_pipelines_cannot_run_are_model_errors() {
 
 #[test]
 fn bodies_nested_past_the_depth_limit_are_an_error_not_a_stack_overflow() {
-    // Regression: 6000 nested bodies overflowed the stack and aborted the process. 1001 levels are
-    // refused; the loader recurses per level, so run it on a thread with room for 1000.
-    let depth = 1001;
+    // Regression: 6000 nested bodies overflowed the stack and aborted the process. 257 levels are
+    // refused and 256 load, both on a thread with the default 2 MiB stack (the loader recurses per
+    // level, so the limit must fit there).
     let body = "<body><joint/><geom size=\"0.1\"/>";
-    let xml = world(&format!("{}{}", body.repeat(depth), "</body>".repeat(depth)), "");
-    let e = std::thread::Builder::new()
-        .stack_size(256 << 20)
-        .spawn(move || error_of(&xml).to_string())
-        .unwrap()
-        .join()
-        .unwrap();
-    assert!(e.contains("nested more than 1000 deep"), "{e}");
+    let nested = |depth: usize| world(&format!("{}{}", body.repeat(depth), "</body>".repeat(depth)), "");
+    let (deep, fits) = (nested(257), nested(256));
+    let loaded = std::thread::spawn(move || {
+        (System::from_mjcf_str("deep.xml", &deep).map(|_| ()), System::from_mjcf_str("ok.xml", &fits))
+    })
+    .join()
+    .unwrap();
+    let e = loaded.0.unwrap_err().to_string();
+    assert!(e.contains("nested more than 256 deep"), "{e}");
+    assert_eq!(loaded.1.unwrap().links.names.len(), 256);
 }

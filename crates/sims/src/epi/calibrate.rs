@@ -455,6 +455,10 @@ fn check_config(model: &CovidModel, targets: &Targets, config: &FitConfig) -> Re
     check_bounds("bounds.r0", b.r0, (0.0, f32::INFINITY))?;
     check_bounds("bounds.mortality", b.mortality, (0.0, 1.0))?;
     check_bounds("bounds.initial_pct", b.initial_pct, (0.0, 100.0))?;
+    if b.initial_pct.1 <= 0.0 {
+        // No initial infections: the curves stay 0 and the gradient too (flu refuses 0 as well).
+        return bad(format!("bounds.initial_pct {:?}: its max must be above 0", b.initial_pct));
+    }
     let t = targets.days();
     if t != model.days || targets.infections.shape().dims() != [t] || t == 0 {
         return bad(format!(

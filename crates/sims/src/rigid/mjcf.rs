@@ -60,9 +60,10 @@ type Result<T> = std::result::Result<T, MjcfError>;
 /// MuJoCo's `mjMINVAL`: a moving body's mass and principal inertias must exceed it.
 const MIN_VALUE: f64 = 1e-15;
 
-/// Deepest body nesting the loader follows (it recurses per level; 6000 levels overflowed the
-/// stack and aborted the process).
-const MAX_BODY_DEPTH: usize = 1000;
+/// Deepest body nesting the loader follows. It recurses per level, and 6000 levels overflowed the
+/// stack and aborted the process; 256 fit a default 2 MiB thread stack in a debug build (tested),
+/// far past real models (Brax's and MuJoCo's nest fewer than 20).
+const MAX_BODY_DEPTH: usize = 256;
 
 /// An attribute value and the line it was written on (its own element, or a `<default>`).
 type AttrMap = BTreeMap<String, (String, u32)>;
@@ -312,7 +313,9 @@ impl<'d, 'i> Parser<'d, 'i> {
         let axisangle = self.floats(node, defaults, "axisangle", [0.0; 4], true)?;
         match (quat, euler, axisangle) {
             (None, None, None) => Ok(QUAT_IDENTITY),
-            (Some(q), None, None) if norm([q[0], q[1], q[2]]).hypot(q[3]) > 0.0 => Ok(quat_normalize(q)),
+            (Some(q), None, None) if norm([q[0], q[1], q[2]]).hypot(q[3]) > MIN_VALUE => {
+                Ok(quat_normalize(q))
+            }
             (Some(_), None, None) => {
                 Err(self.error(node, MjcfErrorKind::Invalid("zero quaternion (MuJoCo rejects it)".into())))
             }
@@ -630,9 +633,13 @@ impl<'d, 'i> Parser<'d, 'i> {
         if norm(axis) < 1e-12 && kind != JointType::Free {
             return Err(self.error(node, MjcfErrorKind::Unsupported("zero joint axis".into())));
         }
-        // A free joint's range is ignored (MuJoCo).
-        let range =
-            if kind == JointType::Free { None } else { self.limited_range(node, d, "limited", "range")? };
+        // A free joint's range is ignored (MuJoCo), once it reads as numbers.
+        let range = if kind == JointType::Free {
+            self.floats(node, d, "range", [0.0; 2], true)?;
+            None
+        } else {
+            self.limited_range(node, d, "limited", "range")?
+        };
         let limited = range.is_some();
         let range = match range {
             Some(r) if kind == JointType::Hinge => r.map(|a| self.angle(a)),

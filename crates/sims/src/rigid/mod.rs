@@ -20,10 +20,10 @@
 //! geom attributes `rgba`, `material`, `group`. Anything else, and ball joints (Brax rejects them),
 //! is an [`MjcfError`] naming the file, line and element.
 //!
-//! Models MuJoCo's compiler rejects are rejected too ([`MjcfErrorKind::Invalid`]), rather than
-//! simulated with different physics: a geom size its type uses that is not positive, a negative
+//! These models, which MuJoCo's compiler rejects, are rejected too ([`MjcfErrorKind::Invalid`]),
+//! rather than simulated with different physics: a geom size its type uses that is not positive, a negative
 //! mass or density, a moving body whose mass or a principal inertia is not above `mjMINVAL`
-//! (1e-15), a free joint below the top level, a plane on a moving body, a zero quaternion,
+//! (1e-15), a free joint on a body inside a moving body, a plane on a moving body, a zero quaternion,
 //! `condim` other than 1, 3, 4, 6, repeated default class or joint names, non-finite numbers, and
 //! `limited`/`ctrllimited`/`forcelimited="true"` without a range with `range[0] < range[1]`. As in
 //! MuJoCo, `"auto"` (the default) limits when such a range is given (`0 0` or a backwards range
