@@ -182,12 +182,7 @@ fn overflowing_counts_and_an_lr_beyond_f32_are_named() {
 #[cfg(target_os = "linux")]
 #[test]
 fn an_unwritable_out_is_refused_before_training() {
-    // /proc takes no new folders, even for root.
-    let o = kiln_sims(&["calibrate", "--out", "/proc/kiln-sims-no-out", "--epochs", "30"]);
-    let (stdout, stderr) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
-    assert!(!o.status.success(), "{stderr}");
-    assert!(stderr.contains("--out /proc/kiln-sims-no-out: cannot create a folder in /proc: "), "{stderr}");
-    assert!(!stdout.contains("kiln-sims calibrate:"), "reported only after starting: {stdout}");
+    common::cli::assert_unwritable_out_refused_at_once("calibrate", &["--epochs", "30"]);
 }
 
 #[test]

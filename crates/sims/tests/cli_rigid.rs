@@ -155,12 +155,7 @@ fn apg_refuses_a_folder_holding_other_files() {
 #[test]
 fn apg_refuses_an_unwritable_out_before_training() {
     // Regression: an `--out` no folder can be made in was reported only after every iteration.
-    // /proc takes no new folders, even for root.
-    let o = kiln_sims(&["apg", "--iterations", "1000", "--out", "/proc/kiln-sims-no-out"]);
-    let (stdout, stderr) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
-    assert!(!o.status.success(), "{stderr}");
-    assert!(stderr.contains("--out /proc/kiln-sims-no-out: cannot create a folder in /proc: "), "{stderr}");
-    assert!(!stdout.contains("kiln-sims apg:"), "reported only after starting: {stdout}");
+    common::cli::assert_unwritable_out_refused_at_once("apg", &["--iterations", "1000"]);
 }
 
 #[test]

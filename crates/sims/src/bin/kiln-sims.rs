@@ -332,7 +332,6 @@ fn check_inputs(args: &CalibrateArgs) -> Result<Inputs, String> {
         return Err(format!("--horizon {}: flu forecasts whole weeks, use a multiple of 7", args.horizon));
     }
     check_out(&args.out)?;
-    check_out_writable(&args.out)?;
 
     let ages_file = data::bundled("gradabm_ma_county_age_groups.csv");
     let county = data::load_county_age_groups(&ages_file, args.county).map_err(data_err)?;
@@ -474,31 +473,6 @@ fn check_out_for(out: &Path, outputs: &[&str]) -> Result<(), String> {
     }
 }
 
-/// `--out` must be a place the outputs can be written to: checked before training (as rollout's
-/// `--json`), so that an unwritable place is reported at once rather than after every fit. Creates
-/// and removes a probe folder in the nearest folder that exists (the staging folder's, if `--out`'s
-/// parent exists); nothing is left behind.
-fn check_out_writable(out: &Path) -> Result<(), String> {
-    let parent = out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let Some(existing) = parent.ancestors().find(|a| a.as_os_str().is_empty() || a.exists()) else {
-        return Ok(()); // nothing exists up to the root: creating it will report the error
-    };
-    let existing = if existing.as_os_str().is_empty() { Path::new(".") } else { existing };
-    let err = |why: String| Err(format!("--out {}: {why}", out.display()));
-    if !existing.is_dir() {
-        return err(format!("{} is not a folder", existing.display()));
-    }
-    let name = out.file_name().map_or("out".into(), |n| n.to_string_lossy().into_owned());
-    let probe = existing.join(format!(".{name}.kiln-sims-tmp-{}", std::process::id()));
-    match std::fs::create_dir(&probe) {
-        Ok(()) => {
-            let _ = std::fs::remove_dir(&probe);
-            Ok(())
-        }
-        Err(e) => err(format!("cannot create a folder in {}: {e}", existing.display())),
-    }
-}
-
 /// A temporary folder beside `--out`, removed on drop unless moved into place by [`Staging::commit`].
 struct Staging {
     dir: PathBuf,
@@ -515,7 +489,9 @@ impl Staging {
         let name = out.file_name().map_or("out".into(), |n| n.to_string_lossy().into_owned());
         let dir = parent.join(format!(".{name}.kiln-sims-tmp-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        std::fs::create_dir(&dir).map_err(|e| {
+            format!("--out {}: cannot create a folder in {}: {e}", out.display(), parent.display())
+        })?;
         Ok(Staging { dir, done: false })
     }
 
@@ -737,6 +713,8 @@ fn label(disease: Disease, date: Date) -> String {
 fn run_calibrate(args: &CalibrateArgs) -> Result<(), String> {
     let t0 = Instant::now();
     let inputs = check_inputs(args)?;
+    // Made before training, so that an unwritable `--out` is reported at once, not after every fit.
+    let staging = Staging::new(&args.out)?;
     let obs = &inputs.observed;
     let agents = inputs.population.num_agents();
     let scale = if args.disease == Disease::Covid { covid_scale(&inputs) } else { 1.0 };
@@ -797,7 +775,6 @@ fn run_calibrate(args: &CalibrateArgs) -> Result<(), String> {
     let mean = mean_scores(&windows.iter().map(|w| w.scores).collect::<Vec<_>>());
     let last = &windows[k - 1];
 
-    let staging = Staging::new(&args.out)?;
     let file = ParamsFile {
         disease: args.disease,
         county: args.county,
@@ -1065,7 +1042,8 @@ fn run_apg(args: &ApgCli) -> Result<(), String> {
         return Err(format!("--hidden {w}: layer widths must be positive"));
     }
     check_out_for(&args.out, &APG_OUTPUTS)?;
-    check_out_writable(&args.out)?;
+    // Made before training, so that an unwritable `--out` is reported at once.
+    let staging = Staging::new(&args.out)?;
     let settings = ApgArgs {
         iterations,
         batch,
@@ -1084,7 +1062,6 @@ fn run_apg(args: &ApgCli) -> Result<(), String> {
         args.seed
     );
     let result = apg::train(&settings).map_err(|e| e.to_string())?;
-    let staging = Staging::new(&args.out)?;
     apg::write_curve_png(&staging.path("curve.png"), &result)?;
     write_curve_csv(&staging.path("curve.csv"), &result)?;
     staging.commit_for(&args.out, &APG_OUTPUTS)?;

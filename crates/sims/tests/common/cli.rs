@@ -7,6 +7,20 @@ pub fn kiln_sims(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_kiln-sims")).args(args).output().expect("the binary runs")
 }
 
+/// Runs `kiln-sims <command> --out /proc/kiln-sims-no-out <args>` and asserts that the unwritable
+/// `--out` is the error, reported before the command's `kiln-sims <command>:` banner (so before any
+/// work). /proc takes no new folders, even for root.
+#[cfg(target_os = "linux")]
+pub fn assert_unwritable_out_refused_at_once(command: &str, args: &[&str]) {
+    let mut all = vec![command, "--out", "/proc/kiln-sims-no-out"];
+    all.extend_from_slice(args);
+    let o = kiln_sims(&all);
+    let (stdout, stderr) = (String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    assert!(!o.status.success(), "{stderr}");
+    assert!(stderr.contains("--out /proc/kiln-sims-no-out: cannot create a folder in /proc: "), "{stderr}");
+    assert!(!stdout.contains(&format!("kiln-sims {command}:")), "reported only after starting: {stdout}");
+}
+
 /// A fresh scratch folder for one test of the suite `suite`, removed when the guard drops.
 pub fn scratch(suite: &str, test: &str) -> Scratch {
     let dir = std::env::temp_dir().join(format!("kiln-sims-{suite}-{}-{test}", std::process::id()));
