@@ -98,3 +98,28 @@ fn unknown_county_or_region_lists_what_is_there() {
     let err = load_flu_weekly(&bundled("gradabm_flu_state_weekly_ili.csv"), "XX").unwrap_err().to_string();
     assert!(err.contains("region \"XX\" is not in the file") && err.contains("MA"), "{err}");
 }
+
+#[test]
+fn a_county_listed_twice_is_an_error_not_the_last_row() {
+    let header =
+        "fips,num_agents,AGE_0_19,AGE_20_29,AGE_30_39,AGE_40_49,AGE_50_59,AGE_60_69,AGE_70_79,AGE_80\n";
+    let rows = "25011,80,10,10,10,10,10,10,10,10\n25013,8,1,1,1,1,1,1,1,1\n25011,16,2,2,2,2,2,2,2,2\n";
+    let f = scratch("ages-twice.csv", &format!("{header}{rows}"));
+    let err = load_county_age_groups(&f, 25011).unwrap_err().to_string();
+    assert!(err.ends_with("ages-twice.csv:4: county 25011 is listed again (first on line 2)"), "{err}");
+    // Another county's repeat does not concern the one asked for.
+    let ok = load_county_age_groups(&f, 25013).unwrap();
+    assert_eq!((ok.num_agents, ok.counts), (8, [1; 8]));
+}
+
+#[test]
+fn flu_region_names_are_compared_without_surrounding_spaces() {
+    let f = scratch("flu-spaces.csv", "region,epiweek,ili\n MA ,201740,1.5\nMA,201741,2.5\nRI,201740,9\n");
+    let weekly = load_flu_weekly(&f, "MA").unwrap();
+    assert_eq!(
+        (weekly.region.as_str(), weekly.epiweeks, weekly.ili),
+        ("MA", vec![201740, 201741], vec![1.5, 2.5])
+    );
+    let weekly = load_flu_weekly(&f, " RI").unwrap();
+    assert_eq!((weekly.region.as_str(), weekly.ili), ("RI", vec![9.0]));
+}

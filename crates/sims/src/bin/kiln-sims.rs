@@ -203,8 +203,9 @@ struct CalibrateArgs {
     #[arg(long, value_name = "DATE")]
     start: Option<String>,
     /// Last training day of the last prediction week [COVID default: 2020-04-25 for the bundled
-    /// data, else the horizon before the series' end]. Flu: an epiweek or a date in it [default:
-    /// 201750, else the horizon before the last week].
+    /// data, else the horizon before the series' end, or its end if the series is not longer than
+    /// the horizon]. Flu: an epiweek or a date in it [default: 201750, else the horizon before the
+    /// last week, or the last week].
     #[arg(long, value_name = "DATE")]
     end: Option<String>,
     /// Days to forecast after each training window (flu: a multiple of 7; 28 = 4 weeks; at most

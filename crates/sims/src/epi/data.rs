@@ -232,8 +232,8 @@ pub struct CountyAgeGroups {
 /// (`fips,num_agents,AGE_0_19,…,AGE_80`).
 ///
 /// # Errors
-/// [`DataError`] for a missing file, a malformed line, or a county not in the file (the message lists
-/// the counties present).
+/// [`DataError`] for a missing file, a malformed line, a county not in the file (the message lists
+/// the counties present), or the county listed twice.
 pub fn load_county_age_groups(path: &Path, fips: u32) -> Result<CountyAgeGroups, DataError> {
     let mut f = CsvFile::open(path, true)?;
     let headers = f.headers()?;
@@ -245,10 +245,17 @@ pub fn load_county_age_groups(path: &Path, fips: u32) -> Result<CountyAgeGroups,
     }
     let mut found = None;
     let mut present = Vec::new();
+    let path = f.path.clone();
+    let mut found_on = 0;
     f.for_each(|r| {
         let this: u32 = field(r, 0, "fips")?;
         present.push(this);
         if this == fips {
+            // A second row would replace the first without a word: which one is meant is unknown.
+            if found.is_some() {
+                return Err(format!("county {fips} is listed again (first on line {found_on})"));
+            }
+            found_on = line_of(&path, r.position());
             let mut counts = [0u64; 8];
             for (k, c) in counts.iter_mut().enumerate() {
                 *c = field(r, 2 + k, &headers[2 + k])?;
@@ -312,7 +319,8 @@ pub struct FluWeekly {
     pub ili: Vec<f64>,
 }
 
-/// Region `region`'s rows of `gradabm_flu_state_weekly_ili.csv` (`region,epiweek,…,ili`).
+/// Region `region`'s rows of `gradabm_flu_state_weekly_ili.csv` (`region,epiweek,…,ili`); region
+/// names are compared without surrounding spaces.
 ///
 /// # Errors
 /// [`DataError`] for a missing file or column, a malformed number, an ILI that is not a finite
@@ -320,11 +328,12 @@ pub struct FluWeekly {
 pub fn load_flu_weekly(path: &Path, region: &str) -> Result<FluWeekly, DataError> {
     let mut f = CsvFile::open(path, true)?;
     let (reg, week, ili_col) = (f.column("region")?, f.column("epiweek")?, f.column("ili")?);
-    let mut out = FluWeekly { region: region.to_string(), epiweeks: Vec::new(), ili: Vec::new() };
+    let mut out = FluWeekly { region: region.trim().to_string(), epiweeks: Vec::new(), ili: Vec::new() };
     let mut present = std::collections::BTreeSet::new();
     f.for_each(|r| {
-        let this = r.get(reg).unwrap_or_default();
-        if this == region {
+        // Trimmed as every other field is (`field`): " MA" is region MA.
+        let this = r.get(reg).unwrap_or_default().trim();
+        if this == region.trim() {
             out.epiweeks.push(field(r, week, "epiweek")?);
             let ili: f64 = field(r, ili_col, "ili")?;
             if !(ili.is_finite() && ili >= 0.0) {
