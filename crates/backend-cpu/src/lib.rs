@@ -13,6 +13,13 @@
 //!    measured work threshold), gemm, sort, cumulative scans, control flow over compiled
 //!    sub-functions — with an arena pool kept between calls. The interpreter is never used.
 //!
+//! Results equal the reference interpreter's (`kiln_ir::interp`) bit for bit, except: transcendentals
+//! (within a few ulp, see `vmath`), float sums and products (reassociated, within the bound documented
+//! in `codegen/vector.rs` and `codegen/pairwise.rs`), gemm, and the sign and payload of a NaN produced
+//! by arithmetic, which IEEE 754 leaves unspecified (x86's instructions give the default negative
+//! quiet NaN where Rust's code may keep an operand's; XLA makes no promise either) — such a NaN is a
+//! NaN on both sides, and only `bitcast` can tell them apart.
+//!
 //! [`compile_with`] takes [`CompileOptions`] (thread count; `KILN_DUMP`-style debug dump of the IR,
 //! the plan and the kernels); [`Executable::cost_report`] estimates bytes moved and flops per call.
 //!

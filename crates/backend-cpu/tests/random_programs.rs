@@ -72,8 +72,6 @@ struct Stats {
     inputs: BTreeMap<&'static str, usize>,
     tolerated: usize,
     nan_bits_differ: usize,
-    /// Also require NaN bits to match (for the ignored repro below).
-    strict_nan: bool,
     elements_compared: usize,
 }
 
@@ -502,7 +500,7 @@ fn matches(got: &Array, want: &Array, tolerant: bool, sum_bound: f64, stats: &mu
     let dt = want.dtype();
     let (g, w) = (got.to_f64_vec(), want.to_f64_vec());
     let same = |a: f64, b: f64| a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan());
-    if !stats.strict_nan && g.iter().zip(&w).all(|(&a, &b)| same(a, b)) {
+    if g.iter().zip(&w).all(|(&a, &b)| same(a, b)) {
         stats.nan_bits_differ += 1;
         return true;
     }
@@ -594,15 +592,4 @@ fn random_programs_match_the_interpreter() {
     for s in SIZES {
         assert!(stats.sizes.contains_key(&s), "never generated size {s}");
     }
-}
-
-/// Found by the generator (seed 290): a NaN's sign/payload differs between JIT and interpreter
-/// (`gather` fill NaN → `neg` → `rem` → `add`, then carried through a `scan`). Harmless under IEEE-754,
-/// but `differential.rs` compares NaNs bitwise; ignored until the backend decides whether NaN bits are
-/// part of its contract (canonicalize NaNs, or document that they are not).
-#[test]
-#[ignore = "NaN sign/payload differs from the interpreter"]
-fn nan_bits_match_seed_290() {
-    let mut stats = Stats { strict_nan: true, ..Stats::default() };
-    run_one(290, &mut stats);
 }
