@@ -248,7 +248,9 @@ pub fn vjp<A: Tree, R: Tree>(f: impl FnOnce(A) -> R, primals: A) -> (R, impl Fn(
     let (function, all, out) = match flatten(f, &primals) {
         Ok(flat) => {
             let all: Vec<Tensor> = leaves.iter().chain(&flat.captured).cloned().collect();
-            let (outs, _) = jvp_replay(&flat.function, &all, &vec![None; all.len()]);
+            // Reverse mode's forward pass (no cotangents yet): a `custom_vjp` function runs its
+            // `fwd`, as in JAX, so forward mode over this (`jacfwd(jacrev(f))`) sees ordinary ops.
+            let (outs, _) = vjp_replay(&flat.function, &all, &vec![None; flat.function.outputs.len()]);
             (Some(flat.function), all, flat.output.rebuild(outs))
         }
         Err(output) => (None, vec![], output),

@@ -150,7 +150,10 @@ pub fn custom_jvp<A: Tree, R: Tree>(f: impl Fn(A) -> R, jvp: impl Fn(A, A) -> (R
 
 /// `jax.custom_vjp`: `f` with a user-given reverse-mode rule: `fwd(args) -> (outputs, residuals)` and
 /// `bwd(residuals, output cotangents) -> argument cotangents` (with the arguments' structure and
-/// types). Forward mode (`jvp`, `jacfwd`, `hessian`) of such a function is an error, as in JAX.
+/// types). Forward mode (`jvp`, `jacfwd`) of such a function is an error, as in JAX. Forward over
+/// reverse works, as in JAX (`hessian`, `jvp(grad(f))`): reverse mode runs `fwd` in the call's place
+/// and `bwd` for the cotangents, and forward mode goes through their ordinary ops (so it
+/// differentiates `bwd` itself, not `f`).
 ///
 /// Gradient clipping in the backward pass, and `sin` with its derivative saved as a residual:
 /// ```

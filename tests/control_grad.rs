@@ -436,6 +436,46 @@ fn custom_vjp_forward_mode_is_an_error() {
     assert!(msg.contains("forward-mode differentiation of a custom_vjp function is not supported"), "{msg}");
 }
 
+/// `sin` whose bwd rule is deliberately 3·cos: forward over reverse differentiates the rules, so its
+/// "second derivative" is −3·sin, which tells the rules' ops from `f`'s.
+fn sin_with_3cos_rule(x: Tensor) -> Tensor {
+    custom_vjp(
+        |x: Tensor| x.sin(),
+        |x: Tensor| (x.sin(), x.clone()),
+        |x: Tensor, g: Tensor| &g * &x.cos() * 3.0,
+    )(x)
+}
+
+/// Regression: the program `grad` records kept the `custom_vjp_call` for the primal value, and
+/// forward mode over it (`hessian`, `jvp(grad(f))`, `jacfwd(jacrev(f))`) refused it, while JAX runs
+/// `fwd` there and differentiates `fwd` and `bwd` as ordinary code. Values: JAX 0.10.2, float64.
+#[test]
+fn forward_over_reverse_through_custom_vjp_differentiates_the_rules_as_jax() {
+    let x = v(&[0.3, 1.0, -0.7]);
+    let want = [-0.8865606199840186, -2.5244129544236893, 1.932653061713073];
+    let check = |what: &str, got: Vec<f64>| {
+        for (g, w) in got.iter().zip(want) {
+            assert!(close(*g, w, 1e-13), "{what}: {got:?}, JAX {want:?}");
+        }
+    };
+    let loss = |x: Tensor| sin_with_3cos_rule(x).sum(All);
+    check("jvp(grad)", jvp(grad(loss), x.clone(), x.ones_like()).1.to_vec::<f64>());
+    let h = hessian(loss)(x.clone());
+    check("hessian diagonal", (0..3).map(|i| h.to_vec::<f64>()[4 * i]).collect());
+    assert_eq!(h.abs().sum(All).item::<f64>(), want.iter().map(|w| w.abs()).sum::<f64>(), "off-diagonal");
+    let j = jacfwd(|x: Tensor| jacrev(sin_with_3cos_rule)(x))(x.clone());
+    assert_eq!(j.shape().dims(), &[3, 3, 3]);
+    check("jacfwd(jacrev) diagonal", (0..3).map(|i| j.to_vec::<f64>()[13 * i]).collect());
+    // Under jit, the same program compiled.
+    let h_jit = jit(move |x: Tensor| hessian(loss)(x)).call(&x).unwrap();
+    check("jit(hessian) diagonal", (0..3).map(|i| h_jit.to_vec::<f64>()[4 * i]).collect());
+    // Inside a scan body: JAX's jvp(grad(f)) of f(xs) = scan(c ↦ cv(c·x), 0.9, xs).
+    let f = |xs: Tensor| scan(|c: Tensor, x: Tensor| (sin_with_3cos_rule(&c * &x), ()), s(0.9), xs).0;
+    let got = jvp(grad(f), x.clone(), x.ones_like()).1.to_vec::<f64>();
+    let want_scan = [16.80909449034844, -2.262320800383024, 3.1534941656126083];
+    assert!(got.iter().zip(want_scan).all(|(g, w)| close(*g, w, 1e-13)), "{got:?}, JAX {want_scan:?}");
+}
+
 #[test]
 #[should_panic(expected = "custom_vjp")]
 fn custom_vjp_forward_mode_panics_eagerly() {

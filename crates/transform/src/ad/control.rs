@@ -16,7 +16,9 @@
 //!   outputs, so both recompute the callee's forward in the backward pass (remat); for `checkpoint`
 //!   that is the point.
 //! * `custom_jvp_call` — JVP: the user's rule; VJP: its transpose (the rule is linear in tangents).
-//! * `custom_vjp_call` — VJP: `fwd`, then `bwd`; JVP: an error, as in JAX.
+//! * `custom_vjp_call` — VJP: `fwd`, then `bwd`; reverse mode runs `fwd` in the forward pass in the
+//!   call's place (as JAX does), so the program `grad` records holds ordinary ops and forward mode
+//!   over it works (`jvp(grad(f))`, `hessian`); JVP of the call itself: an error, as in JAX.
 
 use super::{instantiate, is_differentiable, jvp_replay, scan, vjp_replay, zeros_like};
 use crate::{replay, trace_function};
@@ -128,12 +130,11 @@ pub(super) fn vjp(
             let (_, mut cin) = vjp_replay(jvp, &args, &cts_all);
             cin.split_off(n)
         }
-        Prim::CustomVjpCall { fwd, bwd, .. } => {
-            let mut res = replay(fwd, ins);
-            let residuals = res.split_off(outs.len());
-            let cts = cts.iter().zip(outs).map(|(c, o)| instantiate(c.clone(), &o.ty()));
-            let args: Vec<Tensor> = residuals.into_iter().chain(cts).collect();
-            replay(bwd, &args).into_iter().map(|c| Some(c).filter(|c| is_differentiable(c.dtype()))).collect()
+        // Reached only where the forward pass did not run `fwd` itself (see `vjp_replay_active`):
+        // `fwd` runs again here for its residuals.
+        Prim::CustomVjpCall { fwd, .. } => {
+            let (_, residuals) = custom_vjp_forward(fwd, ins, outs.len());
+            custom_vjp_backward(prim, residuals, outs, cts)
         }
         Prim::Unary(_)
         | Prim::Binary(_)
@@ -163,6 +164,30 @@ pub(super) fn vjp(
         | Prim::Threefry2x32
         | Prim::StopGradient => unreachable!("{} is not a control-flow primitive", prim.name()),
     }
+}
+
+/// A `custom_vjp_call`'s forward pass under reverse mode: the user's `fwd` on the operands, split
+/// into the `n_out` primal outputs and the residuals.
+pub(super) fn custom_vjp_forward(fwd: &Function, ins: &[Tensor], n_out: usize) -> (Vec<Tensor>, Vec<Tensor>) {
+    let mut outs = replay(fwd, ins);
+    let residuals = outs.split_off(n_out);
+    (outs, residuals)
+}
+
+/// A `custom_vjp_call`'s backward pass: the user's `bwd` on the residuals and the output cotangents
+/// (zeros where symbolic); integer and bool operands get none.
+pub(super) fn custom_vjp_backward(
+    prim: &Prim,
+    residuals: Vec<Tensor>,
+    outs: &[Tensor],
+    cts: &[Option<Tensor>],
+) -> Vec<Option<Tensor>> {
+    let Prim::CustomVjpCall { bwd, .. } = prim else {
+        unreachable!("{} is not a custom_vjp_call", prim.name())
+    };
+    let cts = cts.iter().zip(outs).map(|(c, o)| instantiate(c.clone(), &o.ty()));
+    let args: Vec<Tensor> = residuals.into_iter().chain(cts).collect();
+    replay(bwd, &args).into_iter().map(|c| Some(c).filter(|c| is_differentiable(c.dtype()))).collect()
 }
 
 fn types(ts: &[Tensor]) -> Vec<TensorType> {

@@ -162,7 +162,7 @@ pub(crate) fn vjp_replay_active(
         p[c.var.index()] = Some(Tensor::from_shared(c.value.clone()));
     }
     // Forward.
-    let mut saved: Vec<Option<scan::Saved>> = (0..f.eqns.len()).map(|_| None).collect();
+    let mut saved: Vec<Option<Saved>> = (0..f.eqns.len()).map(|_| None).collect();
     for (k, eqn) in f.eqns.iter().enumerate() {
         let ins: Vec<Tensor> =
             eqn.inputs.iter().map(|v| p[v.index()].clone().expect("verified function")).collect();
@@ -174,7 +174,12 @@ pub(crate) fn vjp_replay_active(
                 let act: Vec<bool> = eqn.inputs.iter().map(|v| on[v.index()]).collect();
                 let wanted: Vec<bool> = eqn.outputs.iter().map(|v| reach[v.index()]).collect();
                 let (outs, s) = scan::forward(&eqn.prim, &ins, &act, &wanted);
-                saved[k] = Some(s);
+                saved[k] = Some(Saved::Scan(s));
+                outs
+            }
+            Prim::CustomVjpCall { fwd, .. } if eqn.inputs.iter().any(|v| on[v.index()]) => {
+                let (outs, residuals) = control::custom_vjp_forward(fwd, &ins, eqn.outputs.len());
+                saved[k] = Some(Saved::CustomVjp(residuals));
                 outs
             }
             _ => lax::bind(eqn.prim.clone(), &ins.iter().collect::<Vec<_>>()),
@@ -208,7 +213,10 @@ pub(crate) fn vjp_replay_active(
             at_location(eqn.loc.as_ref(), || input_masks(&eqn.prim, &ins, &outs, &eqn.outputs, &mask));
         let cts_in = at_location(eqn.loc.as_ref(), || {
             let cts_in = match saved[k].take() {
-                Some(s) => scan::backward(&eqn.prim, &ins, s, &cts),
+                Some(Saved::Scan(s)) => scan::backward(&eqn.prim, &ins, s, &cts),
+                Some(Saved::CustomVjp(residuals)) => {
+                    control::custom_vjp_backward(&eqn.prim, residuals, &outs, &cts)
+                }
                 None => vjp_rules::vjp_rule(&eqn.prim, &ins, &outs, &cts),
             };
             // Zero the cotangent outside the branch mask (where safety, see the module docs).
@@ -237,6 +245,17 @@ pub(crate) fn vjp_replay_active(
     let outs = f.outputs.iter().map(|v| p[v.index()].clone().expect("verified function")).collect();
     let cts = f.params.iter().map(|v| ct[v.index()].clone().filter(|_| on[v.index()])).collect();
     (outs, cts)
+}
+
+/// What the forward pass of [`vjp_replay_active`] keeps for an equation whose backward pass needs
+/// more than its inputs and outputs.
+enum Saved {
+    /// A differentiated `scan`'s stored residuals or segment carries.
+    Scan(scan::Saved),
+    /// A `custom_vjp_call`'s residuals: the forward pass ran the user's `fwd` in its place, as JAX's
+    /// does, so the differentiated program holds `fwd`'s and `bwd`'s ordinary ops, which forward
+    /// mode can go through (`jvp(grad(f))`, `hessian`), and `fwd` runs once.
+    CustomVjp(Vec<Tensor>),
 }
 
 /// Once the trace holds an error (a rule's op failed), what a replay returns for `vars`: fresh
