@@ -327,7 +327,7 @@ pub fn linearize<A: Tree + Clone, R: Tree>(f: impl Fn(A) -> R + Clone, primals: 
 /// `jax.jacfwd` for a function of one tensor: the Jacobian, of shape `out.shape ++ in.shape`, by one
 /// forward-mode pass per input element.
 #[track_caller]
-pub fn jacfwd(f: impl Fn(Tensor) -> Tensor + Clone) -> impl Fn(Tensor) -> Tensor {
+pub fn jacfwd(f: impl Fn(Tensor) -> Tensor + Clone) -> impl Fn(Tensor) -> Tensor + Clone {
     let at = here();
     move |x: Tensor| with_api_location(&at, || jacfwd_at(&f, x))
 }
@@ -366,7 +366,7 @@ fn jacfwd_at(f: &(impl Fn(Tensor) -> Tensor + Clone), x: Tensor) -> Tensor {
 /// `jax.jacrev` for a function of one tensor: the Jacobian, of shape `out.shape ++ in.shape`, by one
 /// reverse-mode pass per output element.
 #[track_caller]
-pub fn jacrev(f: impl Fn(Tensor) -> Tensor + Clone) -> impl Fn(Tensor) -> Tensor {
+pub fn jacrev(f: impl Fn(Tensor) -> Tensor + Clone) -> impl Fn(Tensor) -> Tensor + Clone {
     let at = here();
     move |x: Tensor| with_api_location(&at, || jacrev_at(&f, x))
 }
@@ -404,7 +404,7 @@ fn jacrev_at(f: &(impl Fn(Tensor) -> Tensor + Clone), x: Tensor) -> Tensor {
 
 /// `jax.hessian` for a scalar function of one tensor: `jacfwd(jacrev(f))`, shape `in.shape ++ in.shape`.
 #[track_caller]
-pub fn hessian(f: impl Fn(Tensor) -> Tensor + Clone + 'static) -> impl Fn(Tensor) -> Tensor {
+pub fn hessian(f: impl Fn(Tensor) -> Tensor + Clone + 'static) -> impl Fn(Tensor) -> Tensor + Clone {
     let at = here();
     let inner = at.clone();
     let g = move |x: Tensor| grad_at(f.clone(), inner.clone())(x);

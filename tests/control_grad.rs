@@ -463,7 +463,8 @@ fn forward_over_reverse_through_custom_vjp_differentiates_the_rules_as_jax() {
     let h = hessian(loss)(x.clone());
     check("hessian diagonal", (0..3).map(|i| h.to_vec::<f64>()[4 * i]).collect());
     assert_eq!(h.abs().sum(All).item::<f64>(), want.iter().map(|w| w.abs()).sum::<f64>(), "off-diagonal");
-    let j = jacfwd(|x: Tensor| jacrev(sin_with_3cos_rule)(x))(x.clone());
+    // `jacrev(f)` is `Clone`, as `jacfwd` needs.
+    let j = jacfwd(jacrev(sin_with_3cos_rule))(x.clone());
     assert_eq!(j.shape().dims(), &[3, 3, 3]);
     check("jacfwd(jacrev) diagonal", (0..3).map(|i| j.to_vec::<f64>()[13 * i]).collect());
     // Under jit, the same program compiled.

@@ -106,6 +106,33 @@ fn mismatched_gradients_are_errors() {
     assert!(sgd.update(&ints, &ints).unwrap_err().to_string().contains("float"));
 }
 
+/// Regression: an update refused because the parameters changed structure took the state first,
+/// so the next update started from zero velocity / moments (and Adam's bias correction from a later
+/// step). The refused call must leave the state as it was: same results as without it.
+#[test]
+fn a_refused_update_leaves_the_state_unchanged() {
+    let (p0, g) = (v(&[1.0, 0.5]), v(&[0.5, -0.25]));
+    let other = (v(&[1.0]), v(&[1.0]));
+    // SGD, momentum 0.9, lr 0.1: velocities g, 1.9g, 2.71g, 3.439g → p = p0 − 0.1·9.049·g.
+    let mut sgd = Sgd::with_momentum(0.1, 0.9);
+    let mut p = p0.clone();
+    for step in 0..4 {
+        if step == 2 {
+            assert!(sgd.update(&other, &other).is_err());
+        }
+        p = sgd.update(&p, &g).unwrap();
+    }
+    close(&p.to_vec::<f32>(), &[1.0 - 0.1 * 9.049 * 0.5, 0.5 + 0.1 * 9.049 * 0.25]);
+    // Adam: two steps with g = 0.5 then −1 as in `adam_two_steps_match_hand_values`, a refused
+    // call between them.
+    let mut adam = Adam::new(0.1);
+    let p = adam.update(&v(&[1.0]), &v(&[0.5])).unwrap();
+    assert!(adam.update(&other, &other).is_err());
+    let p = adam.update(&p, &v(&[-1.0])).unwrap();
+    close(&p.to_vec::<f32>(), &[0.936_610_354]);
+    assert_eq!(adam.steps(), 2);
+}
+
 #[test]
 fn adam_fits_a_quadratic_through_jit_grad() {
     // argmin of Σ (p − t)² is t; Adam from 0 gets there.

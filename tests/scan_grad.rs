@@ -404,3 +404,21 @@ fn a_scan_seen_only_through_stop_gradient_saves_no_residuals() {
     let f = trace(grad(loss), &args).expect("traces").function;
     assert_eq!(top_scan_outputs(&kiln::transform::dce(&f)), vec![2], "{f}");
 }
+
+/// `with_checkpoint(Checkpoint::Every(0), ..)` panics (documented) at the caller's line, not inside
+/// kiln's scan transform.
+#[test]
+fn checkpoint_every_0_panics_at_the_callers_line() {
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(None));
+    let (record, this) = (seen.clone(), std::thread::current().id());
+    let prev = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| match std::thread::current().id() == this {
+        true => *record.lock().unwrap() = info.location().map(|l| (l.file().to_string(), l.line())),
+        false => prev(info),
+    }));
+    let line = line!() + 1;
+    let r = std::panic::catch_unwind(|| with_checkpoint(Checkpoint::Every(0), || 0));
+    assert!(r.is_err());
+    let (file, at) = seen.lock().unwrap().clone().expect("a panic location");
+    assert!(file.ends_with("scan_grad.rs") && at == line, "{file}:{at}");
+}

@@ -48,7 +48,8 @@ thread_local! {
 /// (`kiln::with_checkpoint(Checkpoint::StoreAll, || kiln::grad(f)(x))`), not when `f` is traced.
 ///
 /// # Panics
-/// For `Checkpoint::Every(0)`.
+/// For `Checkpoint::Every(0)`, at the caller's line.
+#[track_caller]
 pub fn with_checkpoint<R>(policy: Checkpoint, f: impl FnOnce() -> R) -> R {
     assert!(policy != Checkpoint::Every(0), "kiln: Checkpoint::Every(k) needs k >= 1");
     struct Restore(Checkpoint);
