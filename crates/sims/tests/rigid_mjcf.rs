@@ -304,7 +304,7 @@ fn models_mujoco_rejects_are_errors_not_silently_different_physics() {
     // Free joints only on top-level bodies (the nested one started one parent offset away).
     let nested = "<body pos=\"0 0 1\"><joint/><geom size=\"0.1\"/>\n<body pos=\"1 0 0\">\n<freejoint/><geom size=\"0.1\"/></body></body>";
     let e = error_of(&world(nested, ""));
-    assert!(matches!(e.kind, MjcfErrorKind::Unsupported(_)) && e.to_string().contains("top level"), "{e}");
+    assert!(matches!(e.kind, MjcfErrorKind::Invalid(_)) && e.to_string().contains("top level"), "{e}");
     assert_eq!((e.line, e.element.as_str()), (5, "freejoint"));
     // Planes only on static bodies; quaternions non-zero; names unique; `joint=""` names nothing.
     invalid(
@@ -414,4 +414,181 @@ fn bodies_nested_past_the_depth_limit_are_an_error_not_a_stack_overflow() {
     let e = loaded.0.unwrap_err().to_string();
     assert!(e.contains("nested more than 256 deep"), "{e}");
     assert_eq!(loaded.1.unwrap().links.names.len(), 256);
+}
+
+/// The mass of the one link of `xml`, which must load.
+fn link_mass(xml: &str) -> f64 {
+    let sys = System::from_mjcf_str("ok.xml", xml).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(sys.links.mass.len(), 1);
+    sys.links.mass[0]
+}
+
+/// `error_of`, asserting the kind is `UnknownElement(tag)` on `line`.
+fn unknown_element(xml: &str, line: u32, tag: &str) {
+    let e = error_of(xml);
+    assert!(matches!(e.kind, MjcfErrorKind::UnknownElement(ref n) if n == tag), "{e}");
+    assert_eq!((e.line, e.element.as_str()), (line, tag), "{e}");
+}
+
+/// 1000 · 4/3 · π · 0.1³: a sphere of radius 0.1 at the default density.
+const SPHERE_MASS: f64 = 4000.0 / 3.0 * PI * 1e-3;
+
+#[test]
+fn visual_and_statistic_are_skipped_where_mujoco_allows_them() {
+    // Regression: `<visual>` and `<statistic>` (rendering and metadata; 3 of Brax 0.14's 11
+    // environment models have a `<visual>`) were unsupported elements. MuJoCo 4.0.1 loads this
+    // model with body mass 4.18879 (and warns that `meaninertia` "does not affect simulation").
+    let top = "<visual><global offwidth=\"800\"/><map znear=\"0.02\" fogstart=\"3\"/></visual>\n\
+               <statistic extent=\"2\" center=\"0 0 1\" meansize=\"0.1\" meanmass=\"3\" meaninertia=\"1\"/>";
+    let xml = |extra: &str| format!("<mujoco>\n{extra}\n<worldbody>\n{PENDULUM}\n</worldbody>\n</mujoco>");
+    close(link_mass(&xml(top)), SPHERE_MASS, 1e-12);
+    // MuJoCo checks <statistic>: "extent must be strictly positive", "attribute 'center' does not
+    // have enough data", "unrecognized attribute: 'foo'", "unrecognized element" (a child).
+    invalid(&xml("\n<statistic extent=\"0\"/>"), 3, "extent must be strictly positive");
+    let e = error_of(&xml("<statistic center=\"1 2\"/>"));
+    assert!(matches!(e.kind, MjcfErrorKind::BadNumber { ref attribute, .. } if attribute == "center"), "{e}");
+    let e = error_of(&xml("<statistic foo=\"1\"/>"));
+    assert!(matches!(e.kind, MjcfErrorKind::UnknownAttribute(ref a) if a == "foo"), "{e}");
+    unknown_element(&xml("<statistic>\n<foo/></statistic>"), 3, "foo");
+    // Skipped only where MuJoCo's schema allows them ("Schema violation: unrecognized element"):
+    // <visual>, <statistic>, <asset>, <size> only in <mujoco>; <site>, <camera>, <light> only in
+    // bodies and <default>; <material>, <texture> only in <default> (and inside <asset>).
+    let in_body = |el: &str| world(&format!("<body><joint/><geom size=\"0.1\"/>\n<{el}/></body>"), "");
+    for el in ["visual", "statistic", "asset", "size"] {
+        unknown_element(&in_body(el), 4, el);
+        unknown_element(&format!("<mujoco><worldbody>\n<{el}/></worldbody></mujoco>"), 2, el);
+        unknown_element(&format!("<mujoco><default>\n<{el}/></default></mujoco>"), 2, el);
+    }
+    for el in ["site", "camera", "light", "material", "texture"] {
+        unknown_element(&xml(&format!("<{el}/>")), 2, el);
+    }
+    for el in ["material", "texture"] {
+        unknown_element(&in_body(el), 4, el);
+    }
+    for el in ["site", "camera", "light"] {
+        close(link_mass(&in_body(el)), SPHERE_MASS, 1e-12);
+    }
+    let dflt =
+        "<default><site rgba=\"1 0 0 1\"/><camera fovy=\"30\"/><light/><material/><texture/></default>";
+    close(link_mass(&xml(dflt)), SPHERE_MASS, 1e-12);
+    // Elements MuJoCo accepts that can change the simulation or its state stay errors: contact
+    // pairs and exclusions, equality constraints, keyframes (a start state), sensors (outputs kiln
+    // does not compute; MuJoCo also checks what they refer to).
+    for el in ["contact", "equality", "keyframe", "sensor"] {
+        unknown_element(&xml(&format!("<{el}/>")), 2, el);
+    }
+}
+
+#[test]
+fn repeated_body_geom_and_actuator_names_are_errors() {
+    // Regression: kiln loaded these; MuJoCo 4.0.1 refuses each with "repeated name 'a' in body"
+    // (also for a jointless body merged into its parent, and for `world`, the world body's name),
+    // "repeated name 'g' in geom", "repeated name 'm' in actuator".
+    let geom = "<geom size=\"0.1\"/>";
+    invalid(
+        &world(&format!("<body name=\"a\"><joint/>{geom}\n<body name=\"a\">{geom}</body></body>"), ""),
+        4,
+        "repeated body name `a`",
+    );
+    invalid(
+        &world(&format!("<body name=\"a\">{geom}</body>\n<body name=\"a\">{geom}</body>"), ""),
+        4,
+        "repeated body name `a`",
+    );
+    invalid(
+        &world(&format!("<body name=\"world\"><joint/>{geom}</body>"), ""),
+        3,
+        "repeated body name `world`",
+    );
+    let geoms = "<geom name=\"g\" type=\"plane\" size=\"1 1 1\"/>\n\
+                 <body><joint/><geom name=\"g\" size=\"0.1\"/></body>";
+    let e = error_of(&world(geoms, ""));
+    assert!(
+        matches!(e.kind, MjcfErrorKind::Invalid(_)) && e.to_string().contains("repeated geom name `g`"),
+        "{e}"
+    );
+    assert_eq!((e.line, e.element.as_str()), (4, "geom"));
+    let motors =
+        "<actuator>\n<motor name=\"m\" joint=\"hinge\"/>\n<motor name=\"m\" joint=\"hinge\"/></actuator>";
+    let e = error_of(&world(PENDULUM, motors));
+    assert!(
+        matches!(e.kind, MjcfErrorKind::Invalid(_)) && e.to_string().contains("repeated actuator name `m`"),
+        "{e}"
+    );
+    assert_eq!((e.line, e.element.as_str()), (7, "motor"));
+    // Names are unique per kind: a body, joint, geom and actuator may share one; unnamed elements
+    // repeat freely (MuJoCo loads both).
+    let shared = "<body name=\"x\"><joint name=\"x\"/><geom name=\"x\" size=\"0.1\"/></body>";
+    let sys = System::from_mjcf_str(
+        "ok.xml",
+        &world(shared, "<actuator><motor name=\"x\" joint=\"x\"/></actuator>"),
+    )
+    .unwrap();
+    assert_eq!((sys.links.names.len(), sys.geoms.names.len(), sys.actuators.names.len()), (1, 1, 1));
+    let unnamed = "<body name=\"\"><joint name=\"\"/><geom name=\"\" size=\"0.1\"/></body>";
+    let sys = System::from_mjcf_str("ok.xml", &world(&unnamed.repeat(2), "")).unwrap();
+    assert_eq!(sys.links.names.len(), 2);
+    // A nested default class needs a name (MuJoCo: "empty class name"; kiln accepted one).
+    invalid("<mujoco><default>\n<default class=\"\"/></default></mujoco>", 2, "empty class name");
+}
+
+#[test]
+fn a_free_joint_inside_a_static_body_is_an_error() {
+    // Regression: a jointless body is merged into the world, so a free joint below it looked
+    // top-level and loaded; MuJoCo 4.0.1 refuses it: "free joint can only be used on top level".
+    let geom = "<geom size=\"0.1\"/>";
+    for (joint, tag) in [("<freejoint/>", "freejoint"), ("<joint type=\"free\"/>", "joint")] {
+        for depth in [1, 2] {
+            let (opening, closing) = ("<body pos=\"0 0 1\">\n".repeat(depth), "</body>".repeat(depth));
+            let bodies = format!("{opening}{geom}<body pos=\"1 0 0\">\n{joint}{geom}</body>{closing}");
+            let e = error_of(&world(&bodies, ""));
+            assert!(
+                matches!(e.kind, MjcfErrorKind::Invalid(_)) && e.to_string().contains("top level"),
+                "{e}"
+            );
+            assert_eq!((e.line, e.element.as_str()), (4 + depth as u32, tag), "{e}");
+        }
+    }
+    // Beside a static body, on a child of the world body, it loads (MuJoCo: nq 7).
+    let sys = System::from_mjcf_str(
+        "ok.xml",
+        &world(&format!("<body>{geom}</body><body><freejoint/>{geom}</body>"), ""),
+    )
+    .unwrap();
+    assert_eq!((sys.nq, sys.links.names.len()), (7, 1));
+}
+
+#[test]
+fn geoms_outside_groups_0_to_5_give_no_mass() {
+    // Regression: `group` was skipped as rendering-only, but MuJoCo leaves a geom outside its
+    // default `inertiagrouprange="0 5"` out of the body's mass and inertia. MuJoCo 4.0.1's body mass
+    // for each model below (two spheres of radius 0.1, the second with `attrs`):
+    let two = |attrs: &str| {
+        world(
+            &format!("<body><joint/><geom size=\"0.1\"/><geom size=\"0.1\" pos=\"1 0 0\" {attrs}/></body>"),
+            "",
+        )
+    };
+    for (attrs, mass) in [
+        ("group=\"0\"", 2.0 * SPHERE_MASS),
+        ("group=\"5\"", 2.0 * SPHERE_MASS),
+        ("group=\"3\" mass=\"2\"", SPHERE_MASS + 2.0),
+        ("group=\"6\"", SPHERE_MASS),
+        ("group=\"-1\"", SPHERE_MASS),
+        ("group=\"7\" mass=\"2\"", SPHERE_MASS),
+    ] {
+        close(link_mass(&two(attrs)), mass, 1e-12);
+    }
+    // Only the outside geom's mass: the COM stays at the first sphere.
+    let sys = System::from_mjcf_str("ok.xml", &two("group=\"6\"")).unwrap();
+    assert_eq!(sys.links.com[0], [0.0; 3]);
+    // From a default class too (MuJoCo: 4.18879).
+    let dflt = "<mujoco><default><geom group=\"6\"/></default><worldbody><body><joint/>\
+                <geom size=\"0.1\"/><geom size=\"0.1\" group=\"0\"/></body></worldbody></mujoco>";
+    close(link_mass(dflt), SPHERE_MASS, 1e-12);
+    // MuJoCo: "bad format in attribute 'group'"; "mass and inertia of moving bodies must be larger
+    // than mjMINVAL" when the body's only geom is outside.
+    let e = error_of(&two("group=\"1.5\""));
+    assert!(matches!(e.kind, MjcfErrorKind::BadNumber { ref attribute, .. } if attribute == "group"), "{e}");
+    invalid(&world("<body>\n<joint/><geom size=\"0.1\" group=\"6\"/></body>", ""), 3, "mjMINVAL");
 }

@@ -1,7 +1,7 @@
 //! The MJCF parser (roxmltree): elements and attributes of Brax's subset, `<default>` classes,
 //! jointless-body merging, geom-derived inertia.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use roxmltree::{Document, Node};
 
@@ -13,11 +13,29 @@ use super::math::{
 };
 use super::system::{GeomType, JointType, System};
 
-/// Elements skipped with everything inside them: they only affect rendering or MuJoCo's memory.
-pub const IGNORED_ELEMENTS: &[&str] = &["asset", "texture", "material", "light", "camera", "site", "size"];
+/// Children of `<mujoco>` skipped with everything inside them: they only affect rendering
+/// (`asset`, `visual`) or MuJoCo's memory (`size`). Also skipped: `light`, `camera` and `site` in
+/// the world body and in bodies, and `texture`, `material`, `light`, `camera` and `site` in
+/// `<default>` (rendering only), each only where MuJoCo's schema allows it.
+pub const IGNORED_ELEMENTS: &[&str] = &["asset", "size", "visual"];
 
-/// Attributes skipped on geoms: rendering only.
-const GEOM_VISUAL_ATTRS: &[&str] = &["rgba", "material", "group"];
+/// Children of the world body and of bodies skipped with everything inside them: rendering only.
+const IGNORED_IN_BODY: &[&str] = &["light", "camera", "site"];
+
+/// Children of `<default>` skipped: defaults for rendering elements only.
+const IGNORED_IN_DEFAULT: &[&str] = &["texture", "material", "light", "camera", "site"];
+
+/// Attributes skipped on geoms: rendering only. (`group` is read: MuJoCo leaves geoms outside
+/// groups 0 to 5 out of the body's mass and inertia.)
+const GEOM_VISUAL_ATTRS: &[&str] = &["rgba", "material"];
+
+/// The geom groups whose geoms give a body mass and inertia: MuJoCo's default
+/// `<compiler inertiagrouprange="0 5">` (kiln does not read `inertiagrouprange`).
+const INERTIA_GROUPS: std::ops::RangeInclusive<i32> = 0..=5;
+
+/// `<statistic>`'s attributes: metadata for rendering (MuJoCo 4.0.1: `meaninertia` "does not
+/// affect simulation").
+const STATISTIC_ATTRS: &[&str] = &["meaninertia", "meanmass", "meansize", "extent", "center"];
 
 const JOINT_ATTRS: &[&str] = &[
     "name",
@@ -51,6 +69,7 @@ const GEOM_ATTRS: &[&str] = &[
     "solref",
     "solimp",
     "margin",
+    "group",
 ];
 const MOTOR_ATTRS: &[&str] =
     &["name", "class", "joint", "gear", "ctrlrange", "ctrllimited", "forcerange", "forcelimited"];
@@ -116,7 +135,7 @@ pub fn parse(file: &str, text: &str) -> Result<System> {
         link_elements: Vec::new(),
         link_world: Vec::new(),
         link_lines: Vec::new(),
-        class_names: Vec::new(),
+        names: HashMap::from([("body", HashSet::from(["world".to_string()]))]),
         init_qpos_line: None,
     };
     parser.document(doc.root_element())?;
@@ -136,8 +155,9 @@ struct Parser<'d, 'i> {
     link_world: Vec<Pose>,
     /// Line of each link's `<body>` (for errors found when the link is complete).
     link_lines: Vec<u32>,
-    /// Default classes defined so far (a repeated name is an error).
-    class_names: Vec<String>,
+    /// Names given so far, per kind ("body", "joint", "geom", "actuator", "default class"): MuJoCo
+    /// refuses a repeated name within a kind. The world body is named `world`.
+    names: HashMap<&'static str, HashSet<String>>,
     init_qpos_line: Option<(u32, String)>,
 }
 
@@ -229,6 +249,18 @@ impl<'d, 'i> Parser<'d, 'i> {
     }
 
     fn uint(&self, node: Node, defaults: Option<&AttrMap>, name: &str, default: u32) -> Result<u32> {
+        self.integer(node, defaults, name, default, "a non-negative integer")
+    }
+
+    /// One integer of type `T`; `expected` describes it in the error.
+    fn integer<T: std::str::FromStr>(
+        &self,
+        node: Node,
+        defaults: Option<&AttrMap>,
+        name: &str,
+        default: T,
+        expected: &str,
+    ) -> Result<T> {
         let Some((text, line)) = self.get(node, defaults, name) else { return Ok(default) };
         text.trim().parse().map_err(|_| {
             self.error_at(
@@ -237,7 +269,7 @@ impl<'d, 'i> Parser<'d, 'i> {
                 MjcfErrorKind::BadNumber {
                     attribute: name.into(),
                     value: text.clone(),
-                    expected: "a non-negative integer".into(),
+                    expected: expected.into(),
                 },
             )
         })
@@ -326,6 +358,16 @@ impl<'d, 'i> Parser<'d, 'i> {
         }
     }
 
+    /// Records `name`, given on `node`, among the names of kind `what` ("body", "joint", ...): MuJoCo
+    /// refuses a name repeated within a kind. Empty names (unnamed elements) are not recorded.
+    fn unique_name(&mut self, node: Node, what: &'static str, name: &str) -> Result<()> {
+        if name.is_empty() || self.names.entry(what).or_default().insert(name.to_string()) {
+            return Ok(());
+        }
+        let msg = format!("repeated {what} name `{name}` (MuJoCo rejects it)");
+        Err(self.error(node, MjcfErrorKind::Invalid(msg)))
+    }
+
     fn class_defaults(&self, node: Node, class: &str) -> Result<&ClassDefaults> {
         let class = node.attribute("class").unwrap_or(class);
         self.classes.get(class).ok_or_else(|| {
@@ -348,6 +390,7 @@ impl<'d, 'i> Parser<'d, 'i> {
                 "custom" => self.custom(child)?,
                 "default" => self.default(child, &ClassDefaults::default(), true)?,
                 "tendon" if elements(child).next().is_none() => {}
+                "statistic" => self.statistic(child)?,
                 "worldbody" | "actuator" => {}
                 name if IGNORED_ELEMENTS.contains(&name) => {}
                 _ => return Err(self.unknown_element(child)),
@@ -395,6 +438,23 @@ impl<'d, 'i> Parser<'d, 'i> {
         Ok(())
     }
 
+    /// `<statistic>`: metadata for rendering, read only to refuse what MuJoCo refuses.
+    fn statistic(&self, node: Node) -> Result<()> {
+        self.check_attrs(node, STATISTIC_ATTRS, &[])?;
+        for name in ["meaninertia", "meanmass", "meansize"] {
+            self.floats(node, None, name, [0.0], true)?;
+        }
+        self.floats(node, None, "center", [0.0; 3], true)?;
+        if self.floats(node, None, "extent", [0.0], true)?.is_some_and(|[e]| e <= 0.0) {
+            let msg = "extent must be strictly positive (MuJoCo rejects it)".into();
+            return Err(self.error(node, MjcfErrorKind::Invalid(msg)));
+        }
+        if let Some(child) = elements(node).next() {
+            return Err(self.unknown_element(child));
+        }
+        Ok(())
+    }
+
     fn custom(&mut self, node: Node) -> Result<()> {
         self.check_attrs(node, &[], &[])?;
         for child in elements(node) {
@@ -436,11 +496,12 @@ impl<'d, 'i> Parser<'d, 'i> {
             None if top => "main".to_string(),
             None => return Err(self.error(node, MjcfErrorKind::MissingAttribute("class".into()))),
         };
-        if self.class_names.contains(&class) {
-            let msg = format!("repeated default class name `{class}` (MuJoCo rejects it)");
-            return Err(self.error(node, MjcfErrorKind::Invalid(msg)));
+        if class.is_empty() && !top {
+            return Err(
+                self.error(node, MjcfErrorKind::Invalid("empty class name (MuJoCo rejects it)".into()))
+            );
         }
-        self.class_names.push(class.clone());
+        self.unique_name(node, "default class", &class)?;
         let mut own = inherited.clone();
         for child in elements(node) {
             let (map, allowed, ignored) = match child.tag_name().name() {
@@ -449,7 +510,7 @@ impl<'d, 'i> Parser<'d, 'i> {
                 "motor" => (&mut own.motor, MOTOR_ATTRS, &[][..]),
                 "default" => continue,
                 "tendon" if elements(child).next().is_none() => continue,
-                name if IGNORED_ELEMENTS.contains(&name) => continue,
+                name if IGNORED_IN_DEFAULT.contains(&name) => continue,
                 _ => return Err(self.unknown_element(child)),
             };
             self.check_attrs(child, allowed, ignored)?;
@@ -487,7 +548,7 @@ impl<'d, 'i> Parser<'d, 'i> {
                 "body" => self.body(child, link, frame, childclass, depth + 1)?,
                 // Joints and inertial are read by `body` (the world body may have neither).
                 "joint" | "freejoint" | "inertial" if !node.has_tag_name("worldbody") => {}
-                name if IGNORED_ELEMENTS.contains(&name) => {}
+                name if IGNORED_IN_BODY.contains(&name) => {}
                 _ => return Err(self.unknown_element(child)),
             }
         }
@@ -519,6 +580,7 @@ impl<'d, 'i> Parser<'d, 'i> {
             return Err(self.error(node, MjcfErrorKind::Unsupported(msg)));
         }
         self.check_attrs(node, &["name", "pos", "quat", "euler", "axisangle", "childclass"], &[])?;
+        self.unique_name(node, "body", node.attribute("name").unwrap_or_default())?;
         let childclass = node.attribute("childclass").unwrap_or(childclass).to_string();
         self.class_defaults(node, &childclass)?; // an unknown childclass is an error here
         let local = (self.vec3(node, None, "pos", [0.0; 3])?, self.orientation(node, None)?);
@@ -618,17 +680,16 @@ impl<'d, 'i> Parser<'d, 'i> {
                 }
             }
         };
-        if kind == JointType::Free && self.sys.links.parents[link].is_some() {
-            // kiln's kinematics takes a free joint's q as the body's world pose.
-            let msg = "a free joint on a body inside a moving body \
+        // MuJoCo refuses a free joint on any body that is not a child of the world body, also one
+        // inside static (jointless) bodies (kiln's kinematics takes its q as the body's world pose).
+        let body_parent = node.parent_element().and_then(|body| body.parent_element());
+        if kind == JointType::Free && !body_parent.is_some_and(|p| p.has_tag_name("worldbody")) {
+            let msg = "a free joint on a body that is not a child of the world body \
                        (MuJoCo: free joint can only be used on top level)";
-            return Err(self.error(node, MjcfErrorKind::Unsupported(msg.into())));
+            return Err(self.error(node, MjcfErrorKind::Invalid(msg.into())));
         }
         let name = node.attribute("name").unwrap_or_default().to_string();
-        if !name.is_empty() && self.sys.joints.names.contains(&name) {
-            let msg = format!("repeated joint name `{name}` (MuJoCo rejects it)");
-            return Err(self.error(node, MjcfErrorKind::Invalid(msg)));
-        }
+        self.unique_name(node, "joint", &name)?;
         let axis = self.vec3(node, d, "axis", [0.0, 0.0, 1.0])?;
         if norm(axis) < 1e-12 && kind != JointType::Free {
             return Err(self.error(node, MjcfErrorKind::Unsupported("zero joint axis".into())));
@@ -673,7 +734,8 @@ impl<'d, 'i> Parser<'d, 'i> {
         Ok(())
     }
 
-    /// Adds a geom; returns its mass element in the link frame (none for planes).
+    /// Adds a geom; returns its mass element in the link frame (none for planes and for geoms outside
+    /// [`INERTIA_GROUPS`]).
     fn geom(
         &mut self,
         node: Node,
@@ -754,8 +816,11 @@ impl<'d, 'i> Parser<'d, 'i> {
             return Err(invalid(format!("condim {condim}: MuJoCo accepts 1, 3, 4 or 6")));
         }
         let margin = self.float(node, d, "margin", 0.0)?;
+        let group = self.integer(node, d, "group", 0, "an integer")?;
+        let name = node.attribute("name").unwrap_or_default();
+        self.unique_name(node, "geom", name)?;
         let geoms = &mut self.sys.geoms;
-        geoms.names.push(node.attribute("name").unwrap_or_default().to_string());
+        geoms.names.push(name.to_string());
         geoms.types.push(kind);
         geoms.link.push(link);
         geoms.pos.push(pos);
@@ -770,7 +835,8 @@ impl<'d, 'i> Parser<'d, 'i> {
         geoms.conaffinity.push(conaffinity);
         geoms.condim.push(condim);
         geoms.margin.push(margin);
-        Ok((kind != GeomType::Plane).then(|| MassElement {
+        let in_inertia = kind != GeomType::Plane && INERTIA_GROUPS.contains(&group);
+        Ok(in_inertia.then(|| MassElement {
             mass,
             com: pos,
             inertia: rotate_inertia(quat, super::math::diag(principal_inertia(kind, size, mass))),
@@ -801,8 +867,10 @@ impl<'d, 'i> Parser<'d, 'i> {
             let gear = self.floats(child, d, "gear", [1.0, 0.0, 0.0, 0.0, 0.0, 0.0], false)?;
             let ctrl_range = self.limited_range(child, d, "ctrllimited", "ctrlrange")?;
             let force_range = self.limited_range(child, d, "forcelimited", "forcerange")?;
+            let name = child.attribute("name").unwrap_or_default();
+            self.unique_name(child, "actuator", name)?;
             let acts = &mut self.sys.actuators;
-            acts.names.push(child.attribute("name").unwrap_or_default().to_string());
+            acts.names.push(name.to_string());
             acts.joint.push(joint);
             acts.gear.push(gear.map_or(1.0, |g| g[0]));
             acts.ctrl_limited.push(ctrl_range.is_some());

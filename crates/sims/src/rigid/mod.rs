@@ -7,24 +7,30 @@
 //! - the `<worldbody>` tree: `body` (`pos`, `quat`/`euler`/`axisangle`), `joint` (hinge, slide,
 //!   free; `range`, `limited`, `stiffness`, `damping`, `armature`, `margin`), `freejoint`,
 //!   `inertial`, `geom` (plane, sphere, capsule with `fromto`, box; `friction`, `contype`,
-//!   `conaffinity`, `condim`, `solref`, `solimp`, `margin`, `density` (default 1000), `mass`);
+//!   `conaffinity`, `condim`, `solref`, `solimp`, `margin`, `density` (default 1000), `mass`,
+//!   `group`: as in MuJoCo, a geom outside groups 0 to 5 adds no mass or inertia);
 //! - `<actuator><motor joint gear ctrlrange ctrllimited forcerange forcelimited>`;
-//! - Brax's `<custom><numeric name data>` values (kept by name; `init_qpos` sets [`System::init_q`]).
+//! - Brax's `<custom><numeric name data>` values (kept by name; `init_qpos` sets [`System::init_q`]);
+//! - `<statistic>` (rendering metadata: checked as MuJoCo checks it, then unused).
 //!
 //! Bodies without joints are merged into their parent (their geoms, mass and children move into
 //! the parent's frame), as Brax does. Mass and inertia come from geoms (`density × volume`, or the
 //! geom's `mass`) or from `<inertial>`, following `inertiafromgeom`.
 //!
-//! Ignored, with everything inside them (rendering and memory only): see [`IGNORED_ELEMENTS`]
-//! (`asset`, `texture`, `material`, `light`, `camera`, `site`, `size`), an empty `<tendon/>`, and the
-//! geom attributes `rgba`, `material`, `group`. Anything else, and ball joints (Brax rejects them),
-//! is an [`MjcfError`] naming the file, line and element.
+//! Ignored, with everything inside them (rendering and memory only), each only where MuJoCo's schema
+//! allows it: see [`IGNORED_ELEMENTS`] (`asset`, `size`, `visual` in `<mujoco>`; `light`, `camera`,
+//! `site` in bodies; `texture`, `material`, `light`, `camera`, `site` in `<default>`), an empty
+//! `<tendon/>`, and the geom attributes `rgba`, `material`. Anything else (also `<contact>`,
+//! `<equality>`, `<keyframe>`, `<sensor>`), and ball joints (Brax rejects them), is an [`MjcfError`]
+//! naming the file, line and element.
 //!
 //! These models, which MuJoCo's compiler rejects, are rejected too ([`MjcfErrorKind::Invalid`]),
 //! rather than simulated with different physics: a geom size its type uses that is not positive, a negative
 //! mass or density, a moving body whose mass or a principal inertia is not above `mjMINVAL`
-//! (1e-15), a free joint on a body inside a moving body, a plane on a moving body, a zero quaternion,
-//! `condim` other than 1, 3, 4, 6, repeated default class or joint names, non-finite numbers, and
+//! (1e-15), a free joint on a body that is not a child of the world body (also inside a static
+//! body), a plane on a moving body, a zero quaternion, `condim` other than 1, 3, 4, 6, a repeated
+//! name among default classes, bodies (the world body is `world`), joints, geoms or actuators, an
+//! empty nested class name, a `<statistic extent>` that is not positive, non-finite numbers, and
 //! `limited`/`ctrllimited`/`forcelimited="true"` without a range with `range[0] < range[1]`. As in
 //! MuJoCo, `"auto"` (the default) limits when such a range is given (`0 0` or a backwards range
 //! leaves it unlimited), and an orientation written on an element replaces its class's.
