@@ -592,3 +592,20 @@ fn geoms_outside_groups_0_to_5_give_no_mass() {
     assert!(matches!(e.kind, MjcfErrorKind::BadNumber { ref attribute, .. } if attribute == "group"), "{e}");
     invalid(&world("<body>\n<joint/><geom size=\"0.1\" group=\"6\"/></body>", ""), 3, "mjMINVAL");
 }
+
+#[test]
+fn the_top_default_class_is_main_whatever_it_is_called() {
+    // Regression: `<default class="">` at the top filed its settings under "", so they were never
+    // applied (elements without a class use `main`). MuJoCo 4.0.1: density 500 there halves the
+    // sphere's mass (2.0943951) with `class=""` or `class="main"`; another name is refused ("top-level
+    // default class 'main' cannot be renamed").
+    let model = |class: &str| {
+        format!(
+            "<mujoco>\n<default{class}><geom density=\"500\"/></default>\n<worldbody>\n{PENDULUM}\n</worldbody>\n</mujoco>"
+        )
+    };
+    for class in ["", " class=\"\"", " class=\"main\""] {
+        close(link_mass(&model(class)), SPHERE_MASS / 2.0, 1e-12);
+    }
+    invalid(&model(" class=\"foo\""), 2, "top-level default class `foo` cannot be renamed");
+}

@@ -492,8 +492,14 @@ impl<'d, 'i> Parser<'d, 'i> {
     fn default(&mut self, node: Node, inherited: &ClassDefaults, top: bool) -> Result<()> {
         self.check_attrs(node, &["class"], &[])?;
         let class = match node.attribute("class") {
+            // MuJoCo: the top class is `main`, named so, unnamed or "" (its settings applied to
+            // elements without a class); another name is refused.
+            None | Some("" | "main") if top => "main".to_string(),
+            Some(c) if top => {
+                let msg = format!("top-level default class `{c}` cannot be renamed (MuJoCo rejects it)");
+                return Err(self.error(node, MjcfErrorKind::Invalid(msg)));
+            }
             Some(c) => c.to_string(),
-            None if top => "main".to_string(),
             None => return Err(self.error(node, MjcfErrorKind::MissingAttribute("class".into()))),
         };
         if class.is_empty() && !top {

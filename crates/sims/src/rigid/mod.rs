@@ -30,7 +30,8 @@
 //! (1e-15), a free joint on a body that is not a child of the world body (also inside a static
 //! body), a plane on a moving body, a zero quaternion, `condim` other than 1, 3, 4, 6, a repeated
 //! name among default classes, bodies (the world body is `world`), joints, geoms or actuators, an
-//! empty nested class name, a `<statistic extent>` that is not positive, non-finite numbers, and
+//! empty nested class name, a top-level default class named other than `main` (`class=""` is
+//! `main`), a `<statistic extent>` that is not positive, non-finite numbers, and
 //! `limited`/`ctrllimited`/`forcelimited="true"` without a range with `range[0] < range[1]`. As in
 //! MuJoCo, `"auto"` (the default) limits when such a range is given (`0 0` or a backwards range
 //! leaves it unlimited), and an orientation written on an element replaces its class's.
