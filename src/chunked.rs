@@ -29,7 +29,7 @@ pub struct ChunkedVmap<F, A, R> {
     cache: Mutex<HashMap<(String, Vec<TensorType>), Arc<ChunkedSpecialized<A, R>>>>,
 }
 
-/// `f` mapped over a batch (as [`vmap`]`(f, in_axes, out_axes)`), compiled for chunks of
+/// `f` mapped over a batch (as [`vmap`](crate::vmap)`(f, in_axes, out_axes)`), compiled for chunks of
 /// [`DEFAULT_CHUNK`] examples (change with [`ChunkedVmap::chunk`]) that run in parallel on CPU threads.
 ///
 /// `chunked_vmap(f, in_axes, out_axes).chunk(C)` traces `vmap(f)` for a batch of `C` examples, compiles
@@ -130,7 +130,7 @@ impl<A: Args, R: Tree + Clone, F: Fn(A) -> R> ChunkedVmap<F, A, R> {
     }
 
     /// Runs `f` over the batch (compiling on the first call for each argument signature). Inside a
-    /// trace, or on tracers, it is plain [`vmap`] recorded into the enclosing trace (the compiler
+    /// trace, or on tracers, it is plain [`vmap`](crate::vmap) recorded into the enclosing trace (the compiler
     /// sees the whole batch).
     ///
     /// # Errors

@@ -1,7 +1,7 @@
 //! kiln's CPU backend: compiles a [`kiln_ir::Function`] to native code with Cranelift.
 //!
 //! Pipeline ([`compile`]):
-//! 1. [`fusion`](crate::fusion): greedy producer→consumer fusion decides which equations are computed
+//! 1. `fusion`: greedy producer→consumer fusion decides which equations are computed
 //!    inline inside their consumer's kernel, which are kernel roots, and which are runtime steps;
 //! 2. `grouping`: kernels with the same number of outer rows share one multi-output kernel (one
 //!    step, each member's loop over the step's row range in turn), when

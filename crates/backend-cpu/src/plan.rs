@@ -252,7 +252,7 @@ fn check_memory(exe: &Executable) -> Result<(), CompileError> {
     Ok(())
 }
 
-/// The [`CostReport`] that [`compile`] would give for `f`, without generating code:
+/// The [`CostReport`](crate::CostReport) that [`compile`] would give for `f`, without generating code:
 /// fusion and planning only, a small fraction of a compile (no Cranelift). The simplifier's result
 /// is kept only if this estimate of it is no worse than the input's (kiln's `jit`). Its
 /// `compile_time` is the estimate's own.

@@ -1,6 +1,6 @@
 //! The GradABM influenza (SIRS) agent model: the same day as COVID (gather of infectiousness over
 //! the edges, `segment_sum`, `p = 1 − exp(−λ)`, straight-through draw, see
-//! [`crate::epi::model`]) with flu's constants ([`disease::flu`]) and the S → I → R → S
+//! [`crate::epi::model`]) with flu's constants ([`crate::epi::disease::flu`]) and the S → I → R → S
 //! progression; the target is ILI, `100 × newly infected / N` per day.
 //!
 //! Faithful to the published `SIRSProgression` (AdityaLab/GradABM `abm_model.py`), including how

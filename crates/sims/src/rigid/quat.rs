@@ -6,8 +6,8 @@
 //! Each function restates the `brax/math.py` function it names, with the same arithmetic order, so
 //! f32 results round like Brax's.
 //!
-//! Inside, components are kept as `[..., 1]` slices ([`part`]) and joined by a concatenate
-//! ([`cat`]) rather than squeezed to `[...]` and stacked: a stride-1 slice of the last axis is an
+//! Inside, components are kept as `[..., 1]` slices (`part`) and joined by a concatenate
+//! (`cat`) rather than squeezed to `[...]` and stacked: a stride-1 slice of the last axis is an
 //! index remap the CPU backend recomputes in every kernel that reads it, where each squeezing
 //! reshape of a component read by several products was a kernel of its own (205 of the 499
 //! kernels of the ant's spring step). The arithmetic, and so every rounding, is unchanged.

@@ -131,7 +131,7 @@ pub enum CostModel {
     /// forms with more elementwise intermediates.
     #[default]
     EveryResult,
-    /// Only the results of kernel roots and runtime steps ([`fused_into_consumers`] is false):
+    /// Only the results of kernel roots and runtime steps (`fused_into_consumers` is false):
     /// elementwise and index-remapping work is taken as computed inside its consumers' kernels. An
     /// outer product (a kernel root) then costs more than the product of broadcasts it equals,
     /// which fuses into its consumer; `jit` simplifies under both models and compiles whichever

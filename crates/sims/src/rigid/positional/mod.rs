@@ -5,16 +5,16 @@
 //! Every link is a free rigid body whose centre-of-mass frame is integrated, then projected back
 //! onto the joint and contact constraints. One [`step`] of `dt` = the model's timestep:
 //! 1. actuator forces `tau = gear · clip(ctrl)` (Brax `actuator.to_tau`) and joint damping only
-//!    — no joint springs — as wrenches at the centres of mass ([`joints::acceleration_update`]);
+//!    — no joint springs — as wrenches at the centres of mass (`joints::acceleration_update`);
 //! 2. semi-implicit Euler: velocities from gravity + `F/m`, `I⁻¹ τ`, then positions
 //!    (Brax `integrator.integrate_xdd`), with `m^(1 − spring_mass_scale)`, `I^(1 − spring_inertia_scale)`;
 //! 3. one position-level pass over the joints: translation and rotation corrections including
-//!    limits, scaled by `joint_scale_pos`/`joint_scale_ang` ([`joints::position_update`]);
+//!    limits, scaled by `joint_scale_pos`/`joint_scale_ang` (`joints::position_update`);
 //! 4. one position-level pass over the contacts, with static friction
-//!    ([`collisions::resolve_position`]);
+//!    (`collisions::resolve_position`);
 //! 5. velocities from the displacement over the step (Brax `integrator.project_xd`);
 //! 6. a velocity-level contact pass: dynamic friction and restitution
-//!    ([`collisions::resolve_velocity`]), after velocity damping (Brax `integrator.integrate_xdv`);
+//!    (`collisions::resolve_velocity`), after velocity damping (Brax `integrator.integrate_xdv`);
 //! 7. back to joint coordinates by inverse kinematics.
 //!
 //! Brax keeps the centre-of-mass frames, joint frames and anchors in its positional `State`; kiln's
