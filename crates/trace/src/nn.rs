@@ -37,7 +37,8 @@ fn float_axes(x: &Tensor, axes: &dyn Axes) -> Result<Vec<usize>, String> {
 }
 
 /// `jax.nn.softmax(x, axis)`: `exp(x - m) / Σ exp(x - m)` over `axes`, `m` the (gradient-stopped)
-/// max. A lane that is all `-inf` gives NaN, as in JAX.
+/// max. A lane that is all `-inf` gives NaN, as in JAX; a lane with a `+inf` entry gives NaN there
+/// and 0 elsewhere (JAX: NaN in the whole lane; the shift is 0 where the max is infinite).
 #[track_caller]
 pub fn softmax(x: &Tensor, axes: impl Axes) -> Tensor {
     let axes = check!(float_axes(x, &axes), "softmax", &[x]);
@@ -46,7 +47,8 @@ pub fn softmax(x: &Tensor, axes: impl Axes) -> Tensor {
     &e / &s
 }
 
-/// `jax.nn.log_softmax(x, axis)`: `(x - m) - log Σ exp(x - m)` over `axes`, `m` the max.
+/// `jax.nn.log_softmax(x, axis)`: `(x - m) - log Σ exp(x - m)` over `axes`, `m` the max. A lane with a
+/// `+inf` entry gives NaN there and `-inf` elsewhere (JAX: NaN in the whole lane).
 #[track_caller]
 pub fn log_softmax(x: &Tensor, axes: impl Axes) -> Tensor {
     let axes = check!(float_axes(x, &axes), "log_softmax", &[x]);

@@ -1,6 +1,10 @@
 //! `jax.random` on raw `u32[2]` threefry keys, built from IR primitives the way JAX 0.10.2 builds it
-//! (`jax/_src/random/threefry2x32.py`, `prng.py`, `core.py`), bit for bit, in JAX's default
-//! `jax_threefry_partitionable = True` mode.
+//! (`jax/_src/random/threefry2x32.py`, `prng.py`, `core.py`), in JAX's default
+//! `jax_threefry_partitionable = True` mode. Bit for bit with JAX: keys, `split`, `fold_in`, the
+//! random bits, `uniform` on `[0, 1)`, `bernoulli`, `randint`, `categorical`. Within a few ulp:
+//! `uniform` on other bounds (XLA fuses `u·(max−min)+min` into one FMA, kiln rounds twice),
+//! `normal` (kiln's `erf_inv` is a more accurate f64 routine than XLA's f32 polynomial) and `gumbel`
+//! (`log`).
 //!
 //! Keys are plain `u32[2]` tensors, as `jax.random.PRNGKey(seed)` gives them (not typed key arrays).
 //! Every function works eagerly and inside [`crate::trace`], and reports misuse (a key that is not

@@ -288,6 +288,11 @@ fn slice_axis_has_python_semantics() {
     close(&x.slice_axis(0, Some(-100), Some(100), 1), &[0.0, 1.0, 2.0, 3.0, 4.0, 5.0]);
     close(&x.slice_axis(0, None, None, 4), &[0.0, 4.0]);
     close(&x.slice_axis(0, Some(10), None, -3), &[5.0, 2.0]);
+    // Steps at the ends of i64 (Python: x[::-(2**63)] == [5.0], x[1::2**63-1] == [1.0]): the length
+    // arithmetic overflowed (an empty result, or "slice [1, 7) does not fit" naming bounds never given).
+    close(&x.slice_axis(0, None, None, i64::MIN), &[5.0]);
+    close(&x.slice_axis(0, Some(1), None, i64::MAX), &[1.0]);
+    close(&x.slice_axis(0, Some(-1), Some(-100), i64::MIN + 1), &[5.0]);
     assert_eq!(dims(&x.slice_axis(0, Some(5), Some(2), 1)), vec![0]);
     let m = m23();
     close(&m.slice_axis(-1, Some(1), None, 1), &[2.0, 3.0, 5.0, 6.0]);
@@ -353,6 +358,11 @@ fn arange_linspace_eye_iota() {
     close(&Tensor::linspace(0.0, 1.0, 5, DType::F32), &[0.0, 0.25, 0.5, 0.75, 1.0]);
     close(&Tensor::linspace(2.0, 3.0, 1, DType::F32), &[2.0]);
     assert_eq!(dims(&Tensor::linspace(0.0, 1.0, 0, DType::F32)), vec![0]);
+    // Integers round down, as jnp.linspace (JAX 0.10.2): truncation gave [-1, 0, 0, 0, 1] and
+    // [-3, -2, -1, 0].
+    assert_eq!(Tensor::linspace(-1.0, 1.0, 5, DType::I32).to_vec::<i32>(), vec![-1, -1, 0, 0, 1]);
+    assert_eq!(Tensor::linspace(-3.5, 0.0, 4, DType::I32).to_vec::<i32>(), vec![-4, -3, -2, 0]);
+    assert_eq!(Tensor::linspace(0.0, 10.0, 4, DType::I32).to_vec::<i32>(), vec![0, 3, 6, 10]);
     close(&Tensor::eye(3, DType::F32), &[1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0]);
     assert_eq!(Tensor::iota(DType::I32, &[2, 3], 1).to_vec::<i32>(), vec![0, 1, 2, 0, 1, 2]);
     assert_eq!(Tensor::iota(DType::I32, &[2, 3], -2).to_vec::<i32>(), vec![0, 0, 0, 1, 1, 1]);
@@ -596,6 +606,9 @@ fn segment_sum_drops_out_of_range_ids() {
 fn square_reciprocal_sigmoid_relu() {
     close(&f32s(&[2], &[-3.0, 0.5]).square(), &[9.0, 0.25]);
     close(&f32s(&[3], &[4.0, -0.5, 0.0]).reciprocal(), &[0.25, -2.0, f32::INFINITY]);
+    // Integer division for ints, as documented (it was refused as "a float scalar (1.0) divides ...").
+    let ints = Tensor::from_vec(&[4], vec![2i32, 1, -1, -3]);
+    assert_eq!(ints.reciprocal().to_vec::<i32>(), vec![0, 1, -1, 0]);
     close(&f32s(&[3], &[0.0, -200.0, 200.0]).sigmoid(), &[0.5, 0.0, 1.0]);
     close(&f32s(&[4], &[-1.0, 0.0, 2.0, f32::NAN]).relu(), &[0.0, 0.0, 2.0, f32::NAN]);
     assert_eq!(i32s(&[2], &[-3, 3]).relu().to_vec::<i32>(), vec![0, 3]);

@@ -10,10 +10,11 @@ impl Tensor {
         self * self
     }
 
-    /// `1 / x` (`jnp.reciprocal`); integer division for ints.
+    /// `1 / x` (`jnp.reciprocal`); integer division for ints (truncating, as `/` on integer tensors:
+    /// `1 / 2 = 0`; JAX instead promotes ints to float).
     #[track_caller]
     pub fn reciprocal(&self) -> Tensor {
-        1.0 / self
+        if self.dtype().is_float() { 1.0 / self } else { Tensor::scalar_like(1.0, self.dtype()) / self }
     }
 
     /// `1 / (1 + e^-x)` (`jax.nn.sigmoid`, the `logistic` primitive: saturates without overflow).

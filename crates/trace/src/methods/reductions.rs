@@ -195,7 +195,8 @@ impl Tensor {
         cumulative_impl(CumulativeOp::Min, self, axis, reverse)
     }
 
-    /// Ascending sort along `axis` (`jnp.sort`); NaNs last, `-0.0` before `0.0`.
+    /// Ascending sort along `axis` (`jnp.sort`), stable; NaNs last; `-0.0` and `0.0` compare equal and
+    /// keep their order, as in JAX.
     #[track_caller]
     pub fn sort(&self, axis: i32) -> Tensor {
         let shape = self.shape();

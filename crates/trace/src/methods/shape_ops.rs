@@ -50,10 +50,12 @@ fn python_slice(start: Option<i64>, stop: Option<i64>, step: i64, n: usize) -> (
     let clampi = |v: i64| if v < 0 { (v.saturating_add(n)).max(lower) } else { v.min(upper) };
     let start = start.map_or(if step > 0 { lower } else { upper }, clampi);
     let stop = stop.map_or(if step > 0 { upper } else { lower }, clampi);
-    let len = if step > 0 {
-        if stop > start { (stop - start + step - 1) / step } else { 0 }
-    } else if start > stop {
-        (start - stop - step - 1) / (-step)
+    // In i128: a step near `i64::MIN`/`MAX` overflowed `-step` and `stop - start + step - 1`.
+    let (lo, hi, by) = (i128::from(start), i128::from(stop), i128::from(step));
+    let len = if by > 0 {
+        if hi > lo { (hi - lo + by - 1) / by } else { 0 }
+    } else if lo > hi {
+        (lo - hi - by - 1) / (-by)
     } else {
         0
     };
@@ -477,18 +479,22 @@ impl Tensor {
     }
 
     /// `num` evenly spaced values from `start` to `stop` inclusive, concrete (`jnp.linspace`); the
-    /// last value is exactly `stop`. `num = 1` gives `[start]`.
+    /// last value is exactly `stop`. `num = 1` gives `[start]`. The values are computed in f64; for
+    /// `i32` they are rounded down, as `jnp.linspace` does (`-1..=1` in 5 is `[-1, -1, 0, 0, 1]`);
+    /// for `u32`, where that differs only below 0, a value in `(-1, 0)` gives 0 (JAX's floor then
+    /// saturating conversion) and lower values are an error, as past the top.
     #[track_caller]
     pub fn linspace(start: f64, stop: f64, num: usize, dtype: DType) -> Tensor {
         if let Some(e) = crate::tensor::unallocatable("linspace", dtype, &[num]) {
             return e;
         }
         let value = |i: usize| {
-            if i + 1 == num && num > 1 {
+            let v = if i + 1 == num && num > 1 {
                 stop
             } else {
                 start + i as f64 * (stop - start) / (num.max(2) - 1) as f64
-            }
+            };
+            if dtype == DType::I32 { v.floor() } else { v }
         };
         if let Some(msg) = num.checked_sub(1).and_then(|last| out_of_range(dtype, value(0), value(last))) {
             return fail1("linspace", &[], msg);
