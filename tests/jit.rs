@@ -201,3 +201,23 @@ fn a_result_too_large_to_exist_is_an_error_not_a_wrapped_size() {
         "{err}"
     );
 }
+
+/// Regression (a helper's hunt): a long fused chain (a Rust loop unrolling `sin` 8000 times) made
+/// code generation recurse once per fused op and overflow the stack — the process aborted. Fusion
+/// now stops a kernel's inlined depth at `MAX_FUSION_DEPTH`. Run on a spawned thread with the
+/// default 2 MiB stack, where 2000 ops already aborted; the values are the interpreter's.
+#[test]
+fn a_long_fused_chain_compiles_on_a_default_thread() {
+    let chain = |x: Tensor| (0..3000).fold(x, |y, _| y.sin() * 1.0001);
+    std::thread::spawn(move || {
+        let x = Tensor::from_vec(&[4], vec![0.5f32, 1.0, -2.0, 3.0]);
+        let got = jit(chain).call(&x).unwrap();
+        let traced = trace(chain, &Tensor::placeholder(DType::F32, &[4])).unwrap();
+        let want = &eval(&traced.function, &[x.to_array().unwrap()]).unwrap()[0];
+        for (g, w) in got.to_vec::<f32>().iter().zip(want.to_vec::<f32>().unwrap()) {
+            assert!((g - w).abs() <= 1e-5 * w.abs().max(1e-3), "jit {g}, interpreter {w}");
+        }
+    })
+    .join()
+    .unwrap();
+}

@@ -503,6 +503,12 @@ fn recompute_walk(
     }
 }
 
+/// The most inlined equations on one path from a kernel's root down to its leaves. Code generation
+/// walks a kernel's fused expression recursively, so an unbounded chain (8000 `sin`s unrolled by a
+/// Rust loop) overflowed the thread's stack and aborted the process; past this depth an equation
+/// becomes a kernel root. Real kernels are far shallower (the workloads' deepest is ~30).
+pub(crate) const MAX_FUSION_DEPTH: usize = 64;
+
 /// How many distinct consumer kernels [`assign`] tracks per inlined equation (more count as that
 /// many: the byte test below only gets stricter with more kernels).
 const ROOTS_KEPT: usize = 8;
@@ -682,6 +688,8 @@ pub(crate) fn assign(f: &Function) -> Vec<Role> {
     let mut evals = vec![1u64; f.eqns.len()];
     // `roots[i]`: the kernel roots an inlined equation is computed in (at most `ROOTS_KEPT`).
     let mut roots: Vec<Vec<usize>> = vec![Vec::new(); f.eqns.len()];
+    // `depth[i]`: inlined equations from a kernel root down to `i` (0 for a root or runtime step).
+    let mut depth = vec![0usize; f.eqns.len()];
     // Consumers come after producers, so walking backwards decides every consumer first.
     for i in (0..f.eqns.len()).rev() {
         let e = &f.eqns[i];
@@ -742,13 +750,20 @@ pub(crate) fn assign(f: &Function) -> Vec<Role> {
                         inherited
                             || ue.inputs.iter().enumerate().any(|(k, v)| *v == out && scatters(f, ue, k))
                     });
-                if inline && !(repeated[i] && costly(&e.prim)) && (!scattered[i] || scattered_ok(f, e)) {
+                let below = users.iter().map(|&u| if roles[u] == Role::Inline { depth[u] } else { 0 }).max();
+                depth[i] = below.unwrap_or(0) + 1;
+                if inline
+                    && !(repeated[i] && costly(&e.prim))
+                    && (!scattered[i] || scattered_ok(f, e))
+                    && depth[i] <= MAX_FUSION_DEPTH
+                {
                     copied[i] = users.len() > 1 || users.iter().any(|&u| copied[u]);
                     evals[i] = count;
                     roots[i] = kernels;
                     Role::Inline
                 } else {
                     // A root: its producers are evaluated once per its element, in order.
+                    depth[i] = 0;
                     repeated[i] = false;
                     scattered[i] = false;
                     Role::Kernel
