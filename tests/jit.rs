@@ -221,3 +221,17 @@ fn a_long_fused_chain_compiles_on_a_default_thread() {
     .join()
     .unwrap();
 }
+
+/// Regression: a kernel may have at most 255 operands, and fusion built one of any size, so a chain
+/// of 260 steps each with its own scalar (`y·1.0001 + i·1e-9`, one constant operand per step) was
+/// refused ("cannot lower `add` yet (kernel with over 255 operands)"). The fusion depth bound
+/// splits such chains; the values are the interpreter's.
+#[test]
+fn a_chain_with_a_scalar_per_step_is_not_refused_for_its_operand_count() {
+    let chain = |x: Tensor| (0..300).fold(x, |y, i| &y * 1.0001 + i as f64 * 1e-9);
+    let x = Tensor::from_vec(&[4], vec![0.5f32, 1.0, -2.0, 3.0]);
+    let got = jit(chain).call(&x).unwrap();
+    let traced = trace(chain, &Tensor::placeholder(DType::F32, &[4])).unwrap();
+    let want = &eval(&traced.function, &[x.to_array().unwrap()]).unwrap()[0];
+    assert!(got.to_array().unwrap().bitwise_eq(want), "{got:?} vs {want:?}");
+}
