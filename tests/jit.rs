@@ -55,7 +55,7 @@ fn loss(u: Tensor) -> Tensor {
 }
 
 fn interpreted<R: Tree>(f: impl FnOnce(Tensor) -> R, x: &Tensor) -> Vec<Array> {
-    let traced = trace(f, &Tensor::placeholder(DType::F32, &[N])).unwrap();
+    let traced = trace(f, &Tensor::placeholder(x.dtype(), x.shape().dims())).unwrap();
     eval(&traced.function, &[x.to_array().unwrap()]).unwrap()
 }
 
@@ -212,8 +212,7 @@ fn a_long_fused_chain_compiles_on_a_default_thread() {
     std::thread::spawn(move || {
         let x = Tensor::from_vec(&[4], vec![0.5f32, 1.0, -2.0, 3.0]);
         let got = jit(chain).call(&x).unwrap();
-        let traced = trace(chain, &Tensor::placeholder(DType::F32, &[4])).unwrap();
-        let want = &eval(&traced.function, &[x.to_array().unwrap()]).unwrap()[0];
+        let want = &interpreted(chain, &x)[0];
         for (g, w) in got.to_vec::<f32>().iter().zip(want.to_vec::<f32>().unwrap()) {
             assert!((g - w).abs() <= 1e-5 * w.abs().max(1e-3), "jit {g}, interpreter {w}");
         }
@@ -231,7 +230,6 @@ fn a_chain_with_a_scalar_per_step_is_not_refused_for_its_operand_count() {
     let chain = |x: Tensor| (0..300).fold(x, |y, i| &y * 1.0001 + i as f64 * 1e-9);
     let x = Tensor::from_vec(&[4], vec![0.5f32, 1.0, -2.0, 3.0]);
     let got = jit(chain).call(&x).unwrap();
-    let traced = trace(chain, &Tensor::placeholder(DType::F32, &[4])).unwrap();
-    let want = &eval(&traced.function, &[x.to_array().unwrap()]).unwrap()[0];
+    let want = &interpreted(chain, &x)[0];
     assert!(got.to_array().unwrap().bitwise_eq(want), "{got:?} vs {want:?}");
 }
